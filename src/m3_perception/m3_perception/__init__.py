@@ -1,0 +1,1 @@
+"""Perception node: faces and voices with stable identities, and speech to text, from camera and microphone topics."""
