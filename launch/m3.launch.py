@@ -1,17 +1,18 @@
 """Launch the m3-agent-ros nodes with config/m3.yaml on a standard ROS 2 Jazzy install.
 
-    ros2 launch m3_agent m3.launch.py
-    ros2 launch m3_agent m3.launch.py nodes:=memory,control params_file:=/path/to/m3.yaml
+ros2 launch m3_agent m3.launch.py
+ros2 launch m3_agent m3.launch.py nodes:=memory,control params_file:=/path/to/m3.yaml
 """
 
 import os
 
 from ament_index_python.packages import get_package_share_directory
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration, PythonExpression
 from launch_ros.actions import Node
+
+from launch import LaunchDescription
 
 NODES = (
     ("perception", "m3_perception", "perception_node"),

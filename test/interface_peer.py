@@ -8,12 +8,13 @@
 import time
 
 import rclpy
-from m3_interfaces.action import Instruct
-from m3_interfaces.msg import ClipMemory, MemoryItem, PlanStep, VoiceSegment
-from m3_interfaces.srv import SearchClip
 from rclpy.action import ActionServer
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
+
+from m3_interfaces.action import Instruct
+from m3_interfaces.msg import ClipMemory, MemoryItem, PlanStep, VoiceSegment
+from m3_interfaces.srv import SearchClip
 
 
 class InterfacePeer(Node):

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 import rclpy
 from builtin_interfaces.msg import Time
+from rclpy.action import ActionClient
+from rclpy.node import Node
+
 from m3_interfaces.action import Instruct
 from m3_interfaces.msg import VoiceSegment
 from m3_interfaces.srv import SearchClip
-from rclpy.action import ActionClient
-from rclpy.node import Node
 
 PEER = Path(__file__).with_name("interface_peer.py")
 
@@ -59,7 +60,12 @@ def test_message_round_trip(client_node):
     spin_until(client_node, published_and_echoed)
     echoed = received[0]
     assert echoed.transcript == "I PUT THE KEYS IN THE DRAWER"
-    assert (echoed.voice_id, echoed.segment_id, echoed.start.sec, echoed.start.nanosec) == ("voice_2", 7, 12, 500_000_000)
+    assert (echoed.voice_id, echoed.segment_id, echoed.start.sec, echoed.start.nanosec) == (
+        "voice_2",
+        7,
+        12,
+        500_000_000,
+    )
     assert list(echoed.embedding) == pytest.approx([0.6, 0.8])
 
 

@@ -12,9 +12,7 @@ import sysconfig
 import numpy
 
 BUILD_PYTHON_INCLUDE = re.compile(r"/opt/python/cp3\d+-cp3\d+/include/python3\.\d+")
-BUILD_NUMPY_INCLUDE = re.compile(
-    r"/opt/python/cp3\d+-cp3\d+/lib/python3\.\d+/site-packages/numpy/_?core/include"
-)
+BUILD_NUMPY_INCLUDE = re.compile(r"/opt/python/cp3\d+-cp3\d+/lib/python3\.\d+/site-packages/numpy/_?core/include")
 
 
 def main(venv: str) -> int:
