@@ -63,3 +63,15 @@ def test_env_sh_puts_m3_on_path():
     result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, check=False)
     assert result.returncode == 0, result.stderr
     assert [Path(p).name for p in result.stdout.split()] == ["m3", "perception_node", "memory_node", "control_node"]
+
+
+def test_colcon_discovers_all_five_packages():
+    result = subprocess.run(
+        ["colcon", "list", "--names-only", "--base-paths", ".", "src"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.split()) == ["m3_agent", "m3_control", "m3_interfaces", "m3_memory", "m3_perception"]
