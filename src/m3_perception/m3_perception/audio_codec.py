@@ -1,0 +1,62 @@
+"""Decode microphone chunks (AudioChunk fields) into mono float32 16 kHz samples.
+
+Plain module (no rclpy). Every model downstream (VAD, speaker, ASR) expects 16 kHz mono float32.
+"""
+
+from __future__ import annotations
+
+from math import gcd
+
+import numpy as np
+from scipy.signal import resample_poly
+
+TARGET_RATE = 16000
+_BYTES = {"S16LE": 2, "F32LE": 4}
+
+
+class AudioDecodeError(ValueError):
+    """An audio chunk that cannot be decoded; the message says why."""
+
+
+def decode_chunk(
+    sample_rate: int, channels: int, sample_format: str, data: bytes | bytearray | memoryview, coding_format: str = "wave"
+) -> np.ndarray:
+    """Return mono float32 samples at 16 kHz in [-1, 1] from one AudioChunk's fields."""
+    if coding_format and coding_format.lower() not in ("wave", "raw", "pcm"):
+        raise AudioDecodeError(f"unsupported coding_format {coding_format!r}; only raw PCM ('wave') is accepted")
+    fmt = sample_format.upper()
+    if fmt not in _BYTES:
+        raise AudioDecodeError(f"unsupported sample_format {sample_format!r}; expected one of {sorted(_BYTES)}")
+    if sample_rate <= 0:
+        raise AudioDecodeError(f"invalid sample_rate {sample_rate}")
+    if channels <= 0:
+        raise AudioDecodeError(f"invalid channel count {channels}")
+    raw = bytes(data)
+    if len(raw) == 0:
+        raise AudioDecodeError("empty audio chunk (0 bytes)")
+    frame_bytes = _BYTES[fmt] * channels
+    if len(raw) % frame_bytes:
+        raise AudioDecodeError(
+            f"audio chunk has {len(raw)} bytes, not a multiple of {frame_bytes} ({channels} channel(s) of {fmt})"
+        )
+    if fmt == "S16LE":
+        x = np.frombuffer(raw, dtype="<i2").astype(np.float32) / 32768.0
+    else:
+        x = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+        if not np.all(np.isfinite(x)):
+            raise AudioDecodeError("F32LE audio chunk contains NaN or infinite samples")
+    x = x.reshape(-1, channels).mean(axis=1) if channels > 1 else x
+    return resample(x, sample_rate)
+
+
+def resample(x: np.ndarray, rate: int, target: int = TARGET_RATE) -> np.ndarray:
+    """Polyphase resampling to `target` Hz (exact rational ratio)."""
+    if rate == target:
+        return np.ascontiguousarray(x, dtype=np.float32)
+    g = gcd(int(rate), int(target))
+    return resample_poly(x, target // g, int(rate) // g).astype(np.float32)
+
+
+def encode_s16le(x: np.ndarray) -> bytes:
+    """Inverse of decode_chunk for S16LE mono (for tests, the bench and test publishers)."""
+    return (np.clip(x, -1.0, 1.0) * 32767.0).astype("<i2").tobytes()
