@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import threading
+from pathlib import Path
 
 from m3_agent import bringup
 
@@ -52,6 +53,62 @@ def _cmd_node(args: argparse.Namespace) -> int:
     )
 
 
+def _cmd_video2bag(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from m3_agent.recording.video2bag import ConversionOptions, convert, media_duration_s
+
+    options = ConversionOptions(
+        fps=args.fps,
+        storage=args.storage,
+        image_topic=args.image_topic,
+        audio_topic=args.audio_topic,
+        jpeg_quality=args.jpeg_quality,
+        max_height=args.max_height,
+        start_time_s=args.start_time,
+    )
+    options.validate()
+    duration_s = media_duration_s(args.video)
+    if Path(args.out).exists():
+        raise FileExistsError(f"output already exists (rosbag2 writes a new directory): {args.out}")
+    with tqdm(total=round(duration_s, 1), unit="s", desc="video2bag", disable=args.quiet) as bar:
+
+        def progress(done_s: float) -> None:
+            bar.update(round(done_s, 1) - bar.n)
+
+        report = convert(args.video, args.out, options, progress)
+    print(json.dumps({"bag": str(args.out), "storage": args.storage, **vars(report)}))
+    return 0
+
+
+def _cmd_play(args: argparse.Namespace) -> int:
+    import rclpy
+    from rclpy.node import Node
+
+    from m3_agent.recording.player import BagPlayer, PlaybackOptions, parse_remaps
+
+    options = PlaybackOptions(
+        rate=args.rate,
+        start_offset_s=args.start_offset,
+        topics=args.topics,
+        remaps=parse_remaps(args.remap),
+        publish_clock=not args.no_clock,
+        wait_for_subscribers_s=args.wait_for_subscribers,
+    )
+    options.validate()
+    rclpy.init()
+    node = Node("bag_player")
+    try:
+        count = BagPlayer(node, args.bag, options).play()
+        print(json.dumps({"bag": str(args.bag), "published": count}))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="m3",
@@ -88,6 +145,35 @@ def build_parser() -> argparse.ArgumentParser:
     node.add_argument("name", choices=("perception", "memory", "control"))
     add_common(node)
     node.set_defaults(func=_cmd_node)
+
+    v2b = sub.add_parser("video2bag", help="convert a video (mp4) into a rosbag2 recording")
+    v2b.add_argument("video", help="input video with an audio track, e.g. an M3-Bench-robot mp4")
+    v2b.add_argument("out", help="output rosbag2 directory (must not exist)")
+    v2b.add_argument("--fps", type=float, default=5.0, help="camera frames per second to keep (default 5)")
+    v2b.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap", help="rosbag2 storage (default mcap)")
+    v2b.add_argument("--image-topic", default="/camera/image_raw/compressed", help="CompressedImage topic")
+    v2b.add_argument("--audio-topic", default="/audio", help="AudioChunk topic (16 kHz mono S16LE)")
+    v2b.add_argument("--jpeg-quality", type=int, default=85, help="JPEG quality 1..100 (default 85)")
+    v2b.add_argument("--max-height", type=int, default=720, help="downscale taller frames; 0 keeps them (default 720)")
+    v2b.add_argument("--start-time", type=float, default=0.0, help="header stamp of the video's start [s] (default 0)")
+    v2b.add_argument("--quiet", action="store_true", help="no progress bar")
+    v2b.set_defaults(func=_cmd_video2bag)
+
+    play = sub.add_parser("play", help="publish a rosbag2 recording with /clock")
+    play.add_argument("bag", help="rosbag2 directory (MCAP or sqlite3)")
+    play.add_argument("--rate", type=float, default=1.0, help="speed multiplier; 0 = as fast as possible (default 1)")
+    play.add_argument("--start-offset", type=float, default=0.0, help="skip the first seconds of the recording")
+    play.add_argument("--topics", nargs="+", help="play only these topics")
+    play.add_argument("--remap", nargs="+", default=[], metavar="FROM:=TO", help="rename topics, e.g. /audio:=/mic")
+    play.add_argument("--no-clock", action="store_true", help="do not publish /clock")
+    play.add_argument(
+        "--wait-for-subscribers",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="wait up to this long for every topic to have a subscriber before playing (default 5)",
+    )
+    play.set_defaults(func=_cmd_play)
     return parser
 
 
@@ -95,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (FileNotFoundError, ValueError) as error:
+    except (FileNotFoundError, FileExistsError, ValueError) as error:
         print(f"m3 {args.command}: error: {error}", file=sys.stderr)
         return 2
 

@@ -1,0 +1,99 @@
+"""A bag player node: publishes a recording's messages, with /clock, at a rate multiplier.
+
+rosbag2's player has no PyPI wheel; this plays what `rosbags` reads, sending the raw CDR
+bytes through rclpy so no message is re-encoded.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from dataclasses import dataclass, field
+
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+
+from m3_agent.recording.bag_reader import bag_info, iter_messages
+
+
+def message_class(msgtype: str) -> type:
+    """'sensor_msgs/msg/CompressedImage' -> the generated rclpy class."""
+    package, kind, name = msgtype.split("/")
+    return getattr(importlib.import_module(f"{package}.{kind}"), name)
+
+
+def parse_remaps(remaps: list[str]) -> dict[str, str]:
+    """['/a:=/b'] -> {'/a': '/b'}; a clear error for anything else."""
+    parsed = {}
+    for remap in remaps:
+        source, sep, target = remap.partition(":=")
+        if not sep or not source.startswith("/") or not target.startswith("/"):
+            raise ValueError(f"remap must look like /from:=/to, got {remap!r}")
+        parsed[source] = target
+    return parsed
+
+
+@dataclass
+class PlaybackOptions:
+    rate: float = 1.0  # playback speed multiplier; 0 = as fast as possible
+    start_offset_s: float = 0.0
+    topics: list[str] | None = None  # None = every topic
+    remaps: dict[str, str] = field(default_factory=dict)
+    publish_clock: bool = True
+    wait_for_subscribers_s: float = 0.0  # wait up to this long for every topic to have a subscriber
+
+    def validate(self) -> None:
+        if self.rate < 0 or self.rate > 1000:
+            raise ValueError(f"rate must be within 0..1000 (0 = as fast as possible), got {self.rate}")
+        if self.start_offset_s < 0:
+            raise ValueError(f"start offset must be >= 0, got {self.start_offset_s}")
+
+
+class BagPlayer:
+    """Publishes one recording through `node`; call play() from any thread."""
+
+    def __init__(self, node: Node, bag: str, options: PlaybackOptions) -> None:
+        options.validate()
+        self._node, self._bag, self._options = node, bag, options
+        # Reliable, deep history: a subscriber that asks for reliability receives every message.
+        qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+        recorded = bag_info(bag).topics
+        unknown = set(options.topics or ()) - set(recorded)
+        if unknown:
+            raise ValueError(f"topics not in {bag}: {sorted(unknown)}; it has {sorted(recorded)}")
+        self._publishers = {
+            topic: node.create_publisher(message_class(msgtype), options.remaps.get(topic, topic), qos)
+            for topic, (msgtype, _) in recorded.items()
+            if options.topics is None or topic in options.topics
+        }
+        self._clock = node.create_publisher(Clock, "/clock", 10) if options.publish_clock else None
+        self.published = 0
+
+    def _wait_for_subscribers(self) -> None:
+        deadline = time.monotonic() + self._options.wait_for_subscribers_s
+        while time.monotonic() < deadline:
+            if all(p.get_subscription_count() > 0 for p in self._publishers.values()):
+                return
+            time.sleep(0.05)
+
+    def play(self, should_stop=lambda: False) -> int:
+        self._wait_for_subscribers()
+        wall_start = first_ns = None
+        for message in iter_messages(self._bag, self._options.topics, self._options.start_offset_s):
+            if should_stop():
+                break
+            if first_ns is None:
+                wall_start, first_ns = time.monotonic(), message.timestamp_ns
+            if self._options.rate > 0:
+                due = wall_start + (message.timestamp_ns - first_ns) / 1e9 / self._options.rate
+                delay = due - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+            if self._clock is not None:
+                clock = Clock()
+                clock.clock.sec, clock.clock.nanosec = divmod(message.timestamp_ns, 1_000_000_000)
+                self._clock.publish(clock)
+            self._publishers[message.topic].publish(message.data)
+            self.published += 1
+        return self.published
