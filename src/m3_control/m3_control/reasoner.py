@@ -1,0 +1,61 @@
+"""The reasoner interface: each round it reads the conversation so far and decides to Search or Answer.
+
+Back-ends (openai_reasoner, extractive_reasoner, vllm_reasoner) implement `decide`; the loop does
+the memory calls, bookkeeping and safety checks, so a back-end never talks to memory itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from m3_control.memory_client import Memory
+
+MODEL_UNREACHABLE = "MODEL_UNREACHABLE"
+MODEL_ERROR = "MODEL_ERROR"
+
+
+class ReasonerError(RuntimeError):
+    """The reasoner failed; `code` is MODEL_UNREACHABLE or MODEL_ERROR (Instruct.Result constants)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Search:
+    query: str
+    raw: str = ""  # the model's reply as it was (reasoning stripped), kept for the transcript
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    plan: tuple = ()  # raw step dicts ({"skill", "target", "arguments"}); validated by the loop
+    evidence_ids: tuple[str, ...] = ()  # empty: the loop picks the supporting memories
+    raw: str = ""
+
+
+@dataclass
+class LoopState:
+    """What a reasoner may read: the instruction, the chat transcript and the evidence gathered so far."""
+
+    instruction: str
+    round: int  # from 1
+    max_rounds: int
+    messages: list[dict] = field(default_factory=list)  # OpenAI chat format, system prompt first
+    evidence: list[Memory] = field(default_factory=list)  # every memory retrieved so far, deduplicated
+    queries: list[str] = field(default_factory=list)  # queries already sent
+    last_hits: int = 0  # memories retrieved in the previous round
+    feedback: str = ""  # loop's complaint about the previous reply (malformed, bad plan), to re-ask
+
+    @property
+    def must_answer(self) -> bool:
+        return self.round >= self.max_rounds
+
+
+class Reasoner(Protocol):
+    def decide(self, state: LoopState) -> Search | Answer:
+        """Search or Answer for this round; raise ReasonerError when the back-end fails."""
+        ...
