@@ -19,7 +19,11 @@ class AudioDecodeError(ValueError):
 
 
 def decode_chunk(
-    sample_rate: int, channels: int, sample_format: str, data: bytes | bytearray | memoryview, coding_format: str = "wave"
+    sample_rate: int,
+    channels: int,
+    sample_format: str,
+    data: bytes | bytearray | memoryview,
+    coding_format: str = "wave",
 ) -> np.ndarray:
     """Return mono float32 samples at 16 kHz in [-1, 1] from one AudioChunk's fields."""
     if coding_format and coding_format.lower() not in ("wave", "raw", "pcm"):

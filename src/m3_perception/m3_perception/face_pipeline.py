@@ -1,0 +1,85 @@
+"""Faces over a stream: detect → track → embed on track entry and periodically → face_N ids."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from m3_perception.face_encoder import EMBEDDING_MODEL, FaceEncoder, crop_face, face_quality
+from m3_perception.identity_clusters import IdentityClusters
+from m3_perception.image_codec import encode_jpeg
+from m3_perception.iou_tracker import IouTracker
+
+
+@dataclass
+class FaceObs:
+    """One face in one frame, as published in FaceTracks."""
+
+    face_id: str
+    track_id: int
+    box: tuple[float, float, float, float]
+    score: float
+    quality: float
+    embedding: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+    crop_jpeg: bytes = b""
+    new_identity: bool = False
+
+
+@dataclass
+class FaceParams:
+    match_distance: float = 0.40  # L2 between unit dlib embeddings (≈ dlib raw 0.6); same ≤ 0.2, others ≥ 0.45
+    reembed_every_n: int = 10  # re-embed a tracked face every N processed frames
+    track_min_iou: float = 0.3
+    track_max_age_s: float = 1.0
+    max_exemplars: int = 20
+    max_crops: int = 3
+    send_crops: bool = True  # attach a JPEG crop to embedded observations
+
+
+class FacePipeline:
+    """Stateful per-episode face identification; `process` takes one RGB frame and its stream time."""
+
+    def __init__(self, encoder: FaceEncoder, params: FaceParams | None = None) -> None:
+        self.encoder = encoder
+        self.p = params or FaceParams()
+        self.tracker = IouTracker(self.p.track_min_iou, self.p.track_max_age_s)
+        self.clusters = IdentityClusters("face", self.p.match_distance, self.p.max_exemplars, self.p.max_crops)
+        self.track_ids: dict[int, str] = {}
+        self.embedding_model = EMBEDDING_MODEL
+
+    def process(self, rgb: np.ndarray, stamp: float) -> list[FaceObs]:
+        dets = self.encoder.detect(rgb)
+        tracked = self.tracker.update([d.box for d in dets], stamp)
+        out: list[FaceObs] = []
+        for det, (track, is_new) in zip(dets, tracked, strict=True):
+            track.frames_since_embed += 1
+            due = is_new or track.track_id not in self.track_ids or track.frames_since_embed >= self.p.reembed_every_n
+            obs = FaceObs("", track.track_id, det.box, det.score, 0.0)
+            if due:
+                track.frames_since_embed = 0
+                emb = self.encoder.embed(rgb, det)
+                det.quality = face_quality(rgb, det)
+                obs.embedding, obs.quality = emb, det.quality
+                face_id = self.track_ids.get(track.track_id)
+                if face_id is None:
+                    face_id, obs.new_identity = self.clusters.assign(emb, stamp)
+                    self.track_ids[track.track_id] = face_id
+                else:
+                    # A track keeps its id; a re-embedding only enriches that identity when it agrees.
+                    near, dist = self.clusters.nearest(emb)
+                    if near == face_id and dist <= self.p.match_distance:
+                        self.clusters.add_exemplar(self.clusters.identities[face_id], emb)
+                    self.clusters.observe(face_id, stamp)
+                jpeg = encode_jpeg(crop_face(rgb, det), 85)
+                self.clusters.add_crop(face_id, det.quality, jpeg)
+                if self.p.send_crops:
+                    obs.crop_jpeg = jpeg
+            else:
+                face_id = self.track_ids[track.track_id]
+                self.clusters.observe(face_id, stamp)
+            obs.face_id = face_id
+            out.append(obs)
+        for tid in [t for t in self.track_ids if t not in self.tracker.tracks]:
+            del self.track_ids[tid]
+        return out

@@ -1,0 +1,92 @@
+"""Online identity clustering: unit embeddings → stable ids ("face_N", "voice_N") for an episode.
+
+Each identity keeps up to `max_exemplars` embeddings; a new embedding joins the identity whose
+nearest exemplar is within `max_distance` (L2 on unit vectors), else it founds a new identity.
+Exemplars stay after a person leaves, so a returning person gets the same id back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class IdentityState:
+    """What the perception node knows about one identity."""
+
+    id: str
+    first_seen: float
+    last_seen: float
+    observation_count: int = 0
+    exemplars: list[np.ndarray] = field(default_factory=list)
+    crops: list[tuple[float, bytes]] = field(default_factory=list)  # (quality, jpeg), best first
+
+    def best_crop(self) -> bytes:
+        return self.crops[0][1] if self.crops else b""
+
+
+def cosine_to_l2(cosine: float) -> float:
+    """L2 distance between unit vectors with the given cosine similarity."""
+    return float(np.sqrt(max(0.0, 2.0 - 2.0 * cosine)))
+
+
+class IdentityClusters:
+    """Assign embeddings to identities online; ids are `prefix_N`, N from 1, never reused."""
+
+    def __init__(self, prefix: str, max_distance: float, max_exemplars: int = 20, max_crops: int = 3) -> None:
+        if max_distance <= 0:
+            raise ValueError("max_distance must be > 0")
+        self.prefix = prefix
+        self.max_distance = max_distance
+        self.max_exemplars = max_exemplars
+        self.max_crops = max_crops
+        self.identities: dict[str, IdentityState] = {}
+
+    def nearest(self, emb: np.ndarray) -> tuple[str | None, float]:
+        """Closest identity and its distance (min over exemplars); (None, inf) when empty."""
+        best, best_d = None, float("inf")
+        for ident in self.identities.values():
+            d = float(np.min(np.linalg.norm(np.stack(ident.exemplars) - emb, axis=1)))
+            if d < best_d:
+                best, best_d = ident.id, d
+        return best, best_d
+
+    def assign(self, emb: np.ndarray, stamp: float) -> tuple[str, bool]:
+        """Return (identity id, created?) for one unit embedding observed at `stamp`."""
+        emb = np.asarray(emb, np.float32)
+        ident_id, d = self.nearest(emb)
+        created = ident_id is None or d > self.max_distance
+        if created:
+            ident_id = f"{self.prefix}_{len(self.identities) + 1}"
+            self.identities[ident_id] = IdentityState(ident_id, stamp, stamp)
+        ident = self.identities[ident_id]
+        self.add_exemplar(ident, emb)
+        self.observe(ident_id, stamp)
+        return ident_id, created
+
+    def observe(self, ident_id: str, stamp: float) -> None:
+        """Count one more observation (e.g. a tracked frame that was not re-embedded)."""
+        ident = self.identities[ident_id]
+        ident.observation_count += 1
+        ident.first_seen = min(ident.first_seen, stamp)
+        ident.last_seen = max(ident.last_seen, stamp)
+
+    def add_crop(self, ident_id: str, quality: float, jpeg: bytes) -> bool:
+        """Keep the best `max_crops` crops; return True when this crop was kept."""
+        crops = self.identities[ident_id].crops
+        if len(crops) >= self.max_crops and quality <= crops[-1][0]:
+            return False
+        crops.append((quality, jpeg))
+        crops.sort(key=lambda c: -c[0])
+        del crops[self.max_crops :]
+        return True
+
+    def add_exemplar(self, ident: IdentityState, emb: np.ndarray) -> None:
+        # Skip near-duplicates so the exemplar budget covers varied poses/utterances.
+        if ident.exemplars and float(np.min(np.linalg.norm(np.stack(ident.exemplars) - emb, axis=1))) < 0.05:
+            return
+        ident.exemplars.append(emb)
+        if len(ident.exemplars) > self.max_exemplars:
+            ident.exemplars.pop(1)  # keep the founding exemplar, drop the oldest other one

@@ -1,0 +1,82 @@
+"""Test/bench material from installed packages: real face photographs and synthesised speech.
+
+Faces: skimage's astronaut (Eileen Collins), matplotlib's Grace Hopper, skimage's cameraman.
+Voices: Festival (cmu_us_slt_arctic_hts, kal_diphone) and espeak-ng, run as subprocesses.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from m3_perception.audio_codec import resample
+
+# Portrait crops (y0, y1, x0, x1) around each face, so faces can be placed on a canvas.
+_CROPS = {"astronaut": (30, 230, 130, 320), "hopper": (80, 400, 110, 430), "cameraman": (60, 260, 120, 320)}
+FESTIVAL_VOICES = {"slt": "voice_cmu_us_slt_arctic_hts", "kal": "voice_kal_diphone"}
+
+
+def face_photos() -> dict[str, np.ndarray]:
+    """RGB head-and-shoulders crops of three different real people."""
+    import matplotlib.cbook
+    import skimage.data
+    from PIL import Image
+
+    with matplotlib.cbook.get_sample_data("grace_hopper.jpg") as f:
+        hopper = np.asarray(Image.open(f).convert("RGB"))
+    full = {
+        "astronaut": skimage.data.astronaut(),
+        "hopper": hopper,
+        "cameraman": np.repeat(skimage.data.camera()[:, :, None], 3, axis=2),
+    }
+    return {k: np.ascontiguousarray(full[k][y0:y1, x0:x1]) for k, (y0, y1, x0, x1) in _CROPS.items()}
+
+
+def compose(
+    photos: dict[str, np.ndarray],
+    placements: list[tuple[str, int, int, float]],
+    size: tuple[int, int] = (480, 640),
+    background: int = 90,
+) -> np.ndarray:
+    """Canvas (HxW) with each (name, x, y, scale) photo pasted at x, y; later ones on top."""
+    import cv2
+
+    canvas = np.full((size[0], size[1], 3), background, np.uint8)
+    for name, x, y, scale in placements:
+        p = photos[name]
+        if scale != 1.0:
+            p = cv2.resize(p, (int(p.shape[1] * scale), int(p.shape[0] * scale)), interpolation=cv2.INTER_AREA)
+        h = min(p.shape[0], size[0] - y)
+        w = min(p.shape[1], size[1] - x)
+        canvas[y : y + h, x : x + w] = p[:h, :w]
+    return canvas
+
+
+def speak(text: str, voice: str) -> np.ndarray:
+    """Mono float32 16 kHz speech: voice "slt"/"kal" (Festival) or "espeak:<name>" (espeak-ng)."""
+    import soundfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        wav = Path(tmp) / "out.wav"
+        if voice.startswith("espeak"):
+            exe = shutil.which("espeak-ng")
+            if exe is None:
+                raise FileNotFoundError("espeak-ng is not installed")
+            name = voice.partition(":")[2] or "en"
+            subprocess.run([exe, "-v", name, "-w", str(wav), text], check=True, capture_output=True)
+        else:
+            exe = shutil.which("text2wave")
+            if exe is None:
+                raise FileNotFoundError("Festival's text2wave is not installed")
+            subprocess.run(
+                [exe, "-eval", f"({FESTIVAL_VOICES[voice]})", "-o", str(wav)],
+                input=text.encode(),
+                check=True,
+                capture_output=True,
+            )
+        x, sr = soundfile.read(str(wav), dtype="float32", always_2d=True)
+    return resample(x.mean(axis=1), sr)

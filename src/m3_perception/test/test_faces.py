@@ -1,0 +1,116 @@
+"""Faces on real photographs: detection, embeddings, tracking, stable face_N ids, re-identification."""
+
+import numpy as np
+import pytest
+
+from m3_perception.face_encoder import FaceEncoder
+from m3_perception.face_pipeline import FaceParams, FacePipeline
+from m3_perception.identity_clusters import IdentityClusters
+from m3_perception.iou_tracker import IouTracker, iou
+from m3_perception.model_files import ModelFileMissing
+from m3_perception.synthetic import compose, face_photos
+
+
+@pytest.fixture(scope="module")
+def encoder() -> FaceEncoder:
+    return FaceEncoder()
+
+
+@pytest.fixture(scope="module")
+def photos() -> dict[str, np.ndarray]:
+    return face_photos()
+
+
+THREE = [("astronaut", 20, 100, 1.0), ("hopper", 230, 60, 0.7), ("cameraman", 440, 120, 1.0)]
+
+
+def test_encode_three_real_faces(encoder: FaceEncoder, photos: dict[str, np.ndarray]) -> None:
+    dets = encoder.encode(compose(photos, THREE))
+    assert len(dets) == 3
+    for d in dets:
+        assert d.embedding.shape == (128,) and d.embedding.dtype == np.float32
+        assert abs(float(np.linalg.norm(d.embedding)) - 1.0) < 1e-4
+        assert 0.0 < d.score <= 1.0 and d.w > 40
+    # The three people are pairwise farther apart than the default match distance.
+    e = np.stack([d.embedding for d in dets])
+    dist = np.linalg.norm(e[:, None] - e[None], axis=2)
+    assert dist[np.triu_indices(3, 1)].min() > FaceParams().match_distance
+
+
+def test_same_person_at_other_scale_is_close(encoder: FaceEncoder, photos: dict[str, np.ndarray]) -> None:
+    a = encoder.encode(compose(photos, [("hopper", 100, 100, 1.0)]))
+    b = encoder.encode(compose(photos, [("hopper", 300, 200, 0.55)]))
+    assert len(a) == 1 and len(b) == 1
+    assert float(np.linalg.norm(a[0].embedding - b[0].embedding)) < 0.25
+
+
+def test_encode_rejects_non_rgb(encoder: FaceEncoder) -> None:
+    with pytest.raises(ValueError, match="RGB"):
+        encoder.encode(np.zeros((10, 10), np.uint8))
+
+
+def test_missing_model_file_is_named(tmp_path) -> None:
+    missing = tmp_path / "nope.dat"
+    with pytest.raises(ModelFileMissing, match=r"nope\.dat"):
+        FaceEncoder(recognition_model=missing)
+
+
+def test_iou_tracker_keeps_ids_and_expires() -> None:
+    assert iou((0, 0, 10, 10), (0, 0, 10, 10)) == 1.0 and iou((0, 0, 10, 10), (20, 20, 5, 5)) == 0.0
+    tr = IouTracker(min_iou=0.3, max_age_s=0.5)
+    (t1, new1), (t2, new2) = tr.update([(0, 0, 10, 10), (50, 50, 10, 10)], 0.0)
+    assert new1 and new2 and t1.track_id != t2.track_id
+    (u1, n1), (u2, n2) = tr.update([(51, 51, 10, 10), (1, 0, 10, 10)], 0.2)
+    assert (u1.track_id, u2.track_id) == (t2.track_id, t1.track_id) and not n1 and not n2
+    ((v, nv),) = tr.update([(1, 0, 10, 10)], 1.0)  # after max_age the old track is gone
+    assert nv and v.track_id not in (t1.track_id, t2.track_id)
+
+
+def test_identity_clusters_join_and_split() -> None:
+    c = IdentityClusters("face", max_distance=0.4, max_crops=2)
+    a = np.array([1, 0, 0], np.float32)
+    b = np.array([0, 1, 0], np.float32)
+    a2 = np.array([0.99, 0.14, 0], np.float32) / np.linalg.norm([0.99, 0.14, 0])
+    assert c.assign(a, 0.0) == ("face_1", True)
+    assert c.assign(b, 1.0) == ("face_2", True)
+    assert c.assign(a2, 2.0) == ("face_1", False)
+    assert c.identities["face_1"].observation_count == 2 and c.identities["face_1"].last_seen == 2.0
+    assert c.add_crop("face_1", 0.5, b"x") and c.add_crop("face_1", 0.9, b"y") and c.add_crop("face_1", 0.7, b"z")
+    assert not c.add_crop("face_1", 0.1, b"w")
+    assert c.identities["face_1"].best_crop() == b"y" and len(c.identities["face_1"].crops) == 2
+
+
+def test_pipeline_stable_ids_and_reidentification(encoder: FaceEncoder, photos: dict[str, np.ndarray]) -> None:
+    """Three people; one leaves and comes back elsewhere; one appears for a single frame."""
+    pipe = FacePipeline(encoder, FaceParams(reembed_every_n=3))
+    seen: list[dict[str, str]] = []
+    t = 0.0
+    # 4 frames with all three, moving slightly.
+    for i in range(4):
+        pl = [("astronaut", 20 + 4 * i, 100, 1.0), ("hopper", 230, 60 + 3 * i, 0.7), ("cameraman", 440, 120, 1.0)]
+        obs = pipe.process(compose(photos, pl), t)
+        seen.append({o.face_id: o for o in obs})
+        t += 0.2
+    first = seen[0]
+    assert len(first) == 3 and set(first) == {"face_1", "face_2", "face_3"}
+    assert all(set(s) == set(first) for s in seen)
+    by_track = {o.track_id: o.face_id for s in seen for o in s.values()}
+    assert len(by_track) == 3  # the tracker kept one track per person
+    ids = {}
+    for fid, o in first.items():
+        x = o.box[0]
+        ids["astronaut" if x < 200 else "hopper" if x < 400 else "cameraman"] = fid
+    # Astronaut leaves for 3 s (tracks expire), then returns on the right side at another scale.
+    t += 3.0
+    obs = pipe.process(compose(photos, [("astronaut", 400, 50, 1.2), ("hopper", 40, 200, 0.7)]), t)
+    back = {("astronaut" if o.box[0] > 300 else "hopper"): o for o in obs}
+    assert back["astronaut"].face_id == ids["astronaut"] and back["hopper"].face_id == ids["hopper"]
+    assert back["astronaut"].embedding.size == 128  # new track → embedded on entry
+    assert not any(o.new_identity for o in obs)
+    assert len(pipe.clusters.identities) == 3
+    # Crops kept per identity, best first.
+    for ident in pipe.clusters.identities.values():
+        assert ident.crops and ident.best_crop()[:2] == b"\xff\xd8"
+    # A periodic re-embedding happened on tracked faces (entry + every 3rd frame).
+    embedded = [o for s in seen for o in s.values() if o.embedding.size]
+    assert 3 < len(embedded) < 12
