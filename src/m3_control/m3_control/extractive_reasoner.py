@@ -31,7 +31,8 @@ ID_QUESTION_RE = re.compile(
     re.IGNORECASE,
 )
 PLACE_RE = re.compile(
-    r"\b(?:in|on|at|under|inside|into|onto|near|behind|beside|next to)\s+(the\s+[a-z]+(?:\s+[a-z]+)?)"
+    r"\b(?:in|on|at|under|inside|into|onto|near|behind|beside|next to)\s+"
+    r"(the\s+[a-z]+(?:\s+(?:of|in|on)\s+the\s+[a-z]+)?)"
 )
 
 
@@ -112,7 +113,9 @@ class ExtractiveReasoner:
     def ranked(self, state: LoopState) -> list[tuple[float, Memory]]:
         names = names_from(state.evidence)
         scored = [(self.support(state.instruction, m, names), m) for m in state.evidence]
-        scored.sort(key=lambda pair: (-pair[0], -pair[1].score))
+        # A command needs to know where things are: among equals, prefer memories that name a place.
+        command = not is_question(state.instruction)
+        scored.sort(key=lambda p: (-p[0], -(command and bool(PLACE_RE.search(p[1].text.lower()))), -p[1].score))
         return scored
 
     def decide(self, state: LoopState) -> Search | Answer:

@@ -13,8 +13,8 @@ import re
 from m3_control.reasoner import Answer, Search
 
 THINK_RE = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-ACTION_RE = re.compile(r"^\W*action\W*:\s*\[?\s*(answer|search)\s*\]?", re.IGNORECASE | re.MULTILINE)
-FIELD_RE = re.compile(r"^\W*(content|plan|evidence)\W*:\s*", re.IGNORECASE | re.MULTILINE)
+ACTION_RE = re.compile(r"^[*_# \t]*action[*_ \t]*:[*_ \t]*\[?\s*(answer|search)\s*\]?", re.IGNORECASE | re.MULTILINE)
+FIELD_RE = re.compile(r"^[*_# \t]*(content|plan|evidence)[*_ \t]*:[*_ \t]*", re.IGNORECASE | re.MULTILINE)
 
 
 class MalformedReply(ValueError):
