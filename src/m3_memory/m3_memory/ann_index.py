@@ -1,0 +1,88 @@
+"""Cosine ANN index over unit vectors: hnswlib 0.8.0, with exact search for tiny sizes.
+
+The index is rebuilt from the store when the memory opens (the store is the only source of truth,
+so an index can never disagree with it after a crash). Below EXACT_MAX vectors an exact numpy scan
+is used instead of HNSW: it is as fast there and gives exact results for tiny memories.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import hnswlib
+import numpy as np
+
+EXACT_MAX = 256  # exact-search fallback only while the index holds at most this many vectors
+
+
+class CosineIndex:
+    """Label → unit vector, with filtered top-k by cosine similarity; thread-safe."""
+
+    def __init__(self, dim: int, capacity: int = 1024, m: int = 16, ef_construction: int = 200, ef: int = 64) -> None:
+        self.dim = dim
+        self._m, self._efc, self._ef = m, ef_construction, ef
+        self._hnsw = hnswlib.Index(space="cosine", dim=dim)
+        self._hnsw.init_index(max_elements=max(capacity, 16), ef_construction=ef_construction, M=m)
+        self._hnsw.set_ef(ef)
+        self._labels: set[int] = set()
+        self._small: dict[int, np.ndarray] | None = {}  # copies for the exact scan; dropped once large
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._labels)
+
+    def add(self, labels: list[int], vectors: np.ndarray) -> None:
+        """Add or replace vectors (replacing keeps one vector per label, e.g. an entity's centroid)."""
+        if len(labels) == 0:
+            return
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(labels), self.dim)
+        with self._lock:
+            needed = len(self._labels) + len(labels)
+            if needed > self._hnsw.get_max_elements():
+                self._hnsw.resize_index(max(needed, 2 * self._hnsw.get_max_elements()))
+            self._hnsw.add_items(vectors, np.asarray(labels, dtype=np.int64), replace_deleted=False)
+            self._labels.update(int(label) for label in labels)
+            if self._small is not None:
+                for label, vector in zip(labels, vectors, strict=True):
+                    self._small[int(label)] = vector / max(float(np.linalg.norm(vector)), 1e-12)
+                if len(self._small) > EXACT_MAX:
+                    self._small = None
+
+    def search(self, query: np.ndarray, k: int, keep: Callable[[int], bool] | None = None) -> list[tuple[int, float]]:
+        """Top-k (label, cosine) best first among labels that `keep` accepts."""
+        query = np.asarray(query, dtype=np.float32).reshape(self.dim)
+        with self._lock:
+            n = len(self._labels)
+            if n == 0 or k <= 0:
+                return []
+            if self._small is not None:
+                labels = np.fromiter(self._small.keys(), dtype=np.int64, count=n)
+                matrix = np.stack(list(self._small.values()))
+                scores = matrix @ query
+                order = np.argsort(-scores, kind="stable")
+                out = []
+                for i in order:
+                    if keep is None or keep(int(labels[i])):
+                        out.append((int(labels[i]), float(scores[i])))
+                        if len(out) == k:
+                            break
+                return out
+            fetch = min(n, max(k * 4, 32))
+            while True:
+                self._hnsw.set_ef(max(self._ef, fetch))
+                found, distances = self._hnsw.knn_query(query, k=fetch)
+                out = [
+                    (int(label), float(1.0 - dist))
+                    for label, dist in zip(found[0], distances[0], strict=True)
+                    if keep is None or keep(int(label))
+                ]
+                if len(out) >= k or fetch >= n:
+                    return out[:k]
+                fetch = min(n, fetch * 4)
+
+    def vector(self, label: int) -> np.ndarray | None:
+        with self._lock:
+            if label not in self._labels:
+                return None
+            return np.asarray(self._hnsw.get_items([label])[0], dtype=np.float32)

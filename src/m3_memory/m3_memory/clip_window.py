@@ -1,0 +1,83 @@
+"""Clip windows on the stream's own clock: evidence is grouped into windows of clip_seconds.
+
+A window closes when evidence stamped at or after its end (plus close_delay, for utterances that are
+published after they end) arrives, and on flush (shutdown). Late evidence, stamped before the open
+window, joins the open window rather than being lost. Windows without evidence are skipped.
+"""
+
+from __future__ import annotations
+
+from m3_memory.records import ClipEvidence, FaceEvidence, MatchEvidence, VoiceEvidence
+
+NS = 1_000_000_000
+
+
+class ClipWindows:
+    """Accumulates evidence; returns the ClipEvidence of every window that closes."""
+
+    def __init__(self, clip_seconds: float = 30.0, first_index: int = 0, close_delay_s: float = 0.0) -> None:
+        if clip_seconds <= 0:
+            raise ValueError("clip_seconds must be > 0")
+        self.clip_ns = int(clip_seconds * NS)
+        self.close_delay_ns = int(close_delay_s * NS)
+        self.first_index = first_index
+        self._origin: int | None = None
+        self._open: ClipEvidence | None = None
+        self._window = 0
+        self._keyframe_ns: int | None = None
+
+    def _window_of(self, stamp_ns: int) -> int:
+        return max(0, (stamp_ns - self._origin) // self.clip_ns)
+
+    def add(self, item: FaceEvidence | VoiceEvidence | MatchEvidence) -> list[ClipEvidence]:
+        """Add evidence; returns the clips it closed (usually none, at most one)."""
+        stamp = item.start_ns if isinstance(item, VoiceEvidence) else item.stamp_ns
+        closed = self._advance(stamp)
+        clip = self._ensure_open()
+        if isinstance(item, FaceEvidence):
+            clip.faces.append(item)
+        elif isinstance(item, VoiceEvidence):
+            clip.voices.append(item)
+        else:
+            clip.matches.append(item)
+        return closed
+
+    def add_keyframe(self, stamp_ns: int, jpeg: bytes) -> list[ClipEvidence]:
+        """Keep the first keyframe of each window."""
+        closed = self._advance(stamp_ns)
+        clip = self._ensure_open()
+        if not clip.keyframe_jpeg:
+            clip.keyframe_jpeg = jpeg
+        return closed
+
+    def tick(self, now_ns: int) -> list[ClipEvidence]:
+        """Close the open window when the stream clock has passed its end (no evidence needed)."""
+        if self._origin is None or self._open is None:
+            return []
+        if now_ns >= self._open.end_ns + self.close_delay_ns:
+            return self.flush()
+        return []
+
+    def flush(self) -> list[ClipEvidence]:
+        """Close the open window now (shutdown); returns it when it holds evidence."""
+        clip, self._open = self._open, None
+        if clip is None or clip.is_empty():
+            return []
+        self._window += 1
+        return [clip]
+
+    def _advance(self, stamp_ns: int) -> list[ClipEvidence]:
+        if self._origin is None:
+            self._origin = stamp_ns
+        closed: list[ClipEvidence] = []
+        if self._open is not None and stamp_ns >= self._open.end_ns + self.close_delay_ns:
+            closed = self.flush()
+        if self._open is None:
+            self._window = max(self._window, self._window_of(stamp_ns))
+        return closed
+
+    def _ensure_open(self) -> ClipEvidence:
+        if self._open is None:
+            start = self._origin + self._window * self.clip_ns
+            self._open = ClipEvidence(self.first_index + self._window, start, start + self.clip_ns)
+        return self._open

