@@ -109,6 +109,13 @@ def _cmd_play(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_make_episode(args: argparse.Namespace) -> int:
+    from m3_agent.demo.generate import generate
+
+    print(json.dumps(generate(args.out_dir, args.script)))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="m3",
@@ -174,6 +181,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="wait up to this long for every topic to have a subscriber before playing (default 5)",
     )
     play.set_defaults(func=_cmd_play)
+
+    episode = sub.add_parser(
+        "make-episode",
+        help="render the demo episode offline: episode.mp4, truth.json and questions.json (M3-Bench format)",
+    )
+    episode.add_argument("out_dir", help="output directory")
+    episode.add_argument(
+        "--script", help="episode script YAML (default: the built-in demo, m3_agent/demo/episode.yaml)"
+    )
+    episode.set_defaults(func=_cmd_make_episode)
     return parser
 
 

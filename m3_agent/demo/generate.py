@@ -1,0 +1,224 @@
+"""Render the demo episode offline: synthetic voices, real face photographs, a video with audio.
+
+Everything comes from installed packages: photographs shipped with scikit-image and matplotlib,
+voices from Debian's Festival and espeak-ng. The generator also writes the ground truth (who
+speaks when, who is visible) and the questions in M3-Bench's annotation format.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shutil
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from m3_agent.recording.video_writer import write_video
+
+AUDIO_RATE_HZ = 16000
+CLIP_SECONDS = 30
+
+
+def default_script() -> Path:
+    return Path(str(resources.files("m3_agent.demo").joinpath("episode.yaml")))
+
+
+@dataclass
+class Utterance:
+    person: str
+    text: str
+    start_s: float
+    end_s: float
+
+
+@dataclass
+class Scene:
+    present: list[str]
+    start_s: float
+    end_s: float
+
+
+@dataclass
+class EpisodeTruth:
+    episode_id: str
+    duration_s: float
+    people: dict[str, dict]
+    utterances: list[Utterance] = field(default_factory=list)
+    scenes: list[Scene] = field(default_factory=list)
+
+
+def load_photo(spec: str) -> np.ndarray:
+    """'skimage:astronaut' or 'matplotlib:grace_hopper.jpg' -> RGB uint8."""
+    source, _, name = spec.partition(":")
+    if source == "skimage":
+        import skimage.data
+
+        image = getattr(skimage.data, name)()
+    elif source == "matplotlib":
+        from matplotlib import cbook
+        from PIL import Image
+
+        with Image.open(cbook.get_sample_data(name)) as photo:
+            image = np.asarray(photo.convert("RGB"))
+    else:
+        raise ValueError(f"unknown photo source {spec!r}: use skimage:NAME or matplotlib:FILE")
+    if image.ndim == 2:
+        image = np.stack([image] * 3, axis=-1)
+    return np.ascontiguousarray(image[..., :3])
+
+
+def _require(command: str, package: str) -> str:
+    path = shutil.which(command)
+    if path is None:
+        raise FileNotFoundError(f"{command} not found: install the Debian package {package}")
+    return path
+
+
+def synthesize(voice: str, text: str, cache_dir: Path) -> np.ndarray:
+    """Speak `text` with 'festival:VOICE' or 'espeak:VOICE'; float32 mono at 16 kHz, cached."""
+    import librosa
+    import soundfile
+
+    key = hashlib.sha256(f"{voice}\n{text}".encode()).hexdigest()[:20]
+    cached = cache_dir / f"{key}.npy"
+    if cached.exists():
+        return np.load(cached)
+    engine, _, name = voice.partition(":")
+    with tempfile.TemporaryDirectory() as work:
+        wav = Path(work) / "line.wav"
+        if engine == "festival":
+            text_file = Path(work) / "line.txt"
+            text_file.write_text(text)
+            command = [_require("text2wave", "festival"), "-eval", f"(voice_{name})", str(text_file), "-o", str(wav)]
+        elif engine == "espeak":
+            command = [_require("espeak-ng", "espeak-ng"), "-v", name, "-w", str(wav), text]
+        else:
+            raise ValueError(f"unknown voice {voice!r}: use festival:VOICE or espeak:VOICE")
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        if result.returncode != 0 or not wav.exists() or wav.stat().st_size < 100:
+            raise RuntimeError(f"speech synthesis failed for voice {voice!r}: {result.stderr.strip()}")
+        samples, rate = soundfile.read(wav, dtype="float32", always_2d=True)
+    mono = librosa.resample(samples.mean(axis=1), orig_sr=rate, target_sr=AUDIO_RATE_HZ)
+    mono = (0.5 * mono / max(1e-6, float(np.abs(mono).max()))).astype(np.float32)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    np.save(cached, mono)
+    return mono
+
+
+def plan_episode(script: dict, voices: dict[str, list[np.ndarray]]) -> tuple[EpisodeTruth, np.ndarray]:
+    """Lay the lines out on one timeline; voices[person] holds each line's audio in script order."""
+    gap_s = float(script.get("gap_s", 1.0))
+    truth = EpisodeTruth(script["episode_id"], 0.0, script["people"])
+    pieces: list[np.ndarray] = []
+    taken = {person: 0 for person in script["people"]}
+    t = 0.0
+
+    def silence(seconds: float) -> None:
+        nonlocal t
+        pieces.append(np.zeros(round(seconds * AUDIO_RATE_HZ), np.float32))
+        t += seconds
+
+    for scene in script["scenes"]:
+        start = t
+        silence(float(scene.get("silent_s", 0.0)) + gap_s)
+        for person, text in scene["lines"]:
+            audio = voices[person][taken[person]]
+            taken[person] += 1
+            truth.utterances.append(Utterance(person, text, round(t, 3), round(t + len(audio) / AUDIO_RATE_HZ, 3)))
+            pieces.append(audio)
+            t += len(audio) / AUDIO_RATE_HZ
+            silence(gap_s)
+        truth.scenes.append(Scene(list(scene["present"]), round(start, 3), round(t, 3)))
+    truth.duration_s = round(t, 3)
+    return truth, np.concatenate(pieces)
+
+
+def _crop(photo: np.ndarray, box: list[int] | None) -> np.ndarray:
+    if box is None:
+        return photo
+    x, y, w, h = box
+    return np.ascontiguousarray(photo[y : y + h, x : x + w])
+
+
+def _portrait(photo: np.ndarray, height: int) -> np.ndarray:
+    import cv2
+
+    width = round(photo.shape[1] * height / photo.shape[0])
+    return cv2.resize(photo, (width, height), interpolation=cv2.INTER_AREA)
+
+
+def render_frames(truth: EpisodeTruth, photos: dict[str, np.ndarray], fps: int, width: int, height: int):
+    """Yield RGB frames: the speaker large in the middle, the others present smaller beside."""
+    big = {p: _portrait(img, int(height * 0.62)) for p, img in photos.items()}
+    small = {p: _portrait(img, int(height * 0.42)) for p, img in photos.items()}
+    gradient = np.linspace(200, 120, height, dtype=np.float32)[:, None, None] * np.array([1.0, 0.95, 0.85])
+    background = np.broadcast_to(gradient, (height, width, 3)).astype(np.uint8).copy()
+    background[int(height * 0.8) :] = (110, 90, 70)  # the floor
+    rng = np.random.default_rng(7)
+    for index in range(math.ceil(truth.duration_s * fps)):
+        t = index / fps
+        frame = background.copy()
+        scene = next((s for s in truth.scenes if s.start_s <= t < s.end_s), truth.scenes[-1])
+        speaker = next((u.person for u in truth.utterances if u.start_s <= t < u.end_s), None)
+        others = [p for p in scene.present if p != speaker]
+        slots = np.linspace(0.2, 0.8, max(1, len(others))) if speaker is None else [0.13, 0.87][: len(others)]
+        placed = [(p, small[p] if speaker else big[p], x) for p, x in zip(others, slots, strict=False)]
+        if speaker is not None:
+            placed.append((speaker, big[speaker], 0.5))
+        for _person, portrait, x_rel in placed:
+            h, w = portrait.shape[:2]
+            jitter = rng.integers(-3, 4, size=2)
+            x0 = int(np.clip(x_rel * width - w / 2 + jitter[0], 0, width - w))
+            y0 = int(np.clip(height * 0.78 - h + jitter[1], 0, height - h))
+            frame[y0 : y0 + h, x0 : x0 + w] = portrait
+        yield frame
+
+
+def question_set(script: dict, truth: EpisodeTruth) -> dict:
+    """The questions in M3-Bench robot.json format (timestamp "MM:SS", before_clip)."""
+    lines = [(si, li) for si, scene in enumerate(script["scenes"]) for li in range(len(scene["lines"]))]
+    qa_list = []
+    for number, item in enumerate(script["questions"], start=1):
+        if item["at"] == "end":
+            asked_s = math.ceil(truth.duration_s / CLIP_SECONDS) * CLIP_SECONDS
+        else:
+            scene_index, line_index = (int(x) for x in item["at"].removeprefix("after:").split("."))
+            asked_s = math.ceil(truth.utterances[lines.index((scene_index, line_index))].end_s) + 1
+        qa_list.append(
+            {
+                "question": item["q"],
+                "answer": item["a"],
+                "question_id": f"{truth.episode_id}_Q{number:02d}",
+                "reasoning": "",
+                "timestamp": f"{int(asked_s // 60):02d}:{int(asked_s % 60):02d}",
+                "type": list(item["type"]),
+                "before_clip": int(asked_s // CLIP_SECONDS) - 1,
+            }
+        )
+    return {truth.episode_id: {"video_path": "episode.mp4", "mem_path": "memory", "qa_list": qa_list}}
+
+
+def generate(out_dir: str | Path, script_path: str | Path | None = None, cache_dir: str | Path | None = None) -> dict:
+    """Write episode.mp4, truth.json and questions.json into out_dir; return their paths."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    script = yaml.safe_load(Path(script_path or default_script()).read_text())
+    cache = Path(cache_dir) if cache_dir else out_dir / ".voice_cache"
+    voices: dict[str, list[np.ndarray]] = {person: [] for person in script["people"]}
+    for scene in script["scenes"]:
+        for person, text in scene["lines"]:
+            voices[person].append(synthesize(script["people"][person]["voice"], text, cache))
+    truth, audio = plan_episode(script, voices)
+    photos = {person: _crop(load_photo(spec["photo"]), spec.get("crop")) for person, spec in script["people"].items()}
+    frames = render_frames(truth, photos, script["fps"], script["width"], script["height"])
+    video = write_video(out_dir / "episode.mp4", frames, script["fps"], audio, AUDIO_RATE_HZ)
+    (out_dir / "truth.json").write_text(json.dumps(asdict(truth), indent=1))
+    (out_dir / "questions.json").write_text(json.dumps(question_set(script, truth), indent=1))
+    return {"video": str(video), "truth": str(out_dir / "truth.json"), "questions": str(out_dir / "questions.json")}
