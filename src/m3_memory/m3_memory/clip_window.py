@@ -24,7 +24,7 @@ class ClipWindows:
         self._origin: int | None = None
         self._open: ClipEvidence | None = None
         self._window = 0
-        self._keyframe_ns: int | None = None
+        self.last_stamp_ns = 0  # newest evidence stamp (lets the node tell live streams from replays)
 
     def _window_of(self, stamp_ns: int) -> int:
         return max(0, (stamp_ns - self._origin) // self.clip_ns)
@@ -41,6 +41,12 @@ class ClipWindows:
         else:
             clip.matches.append(item)
         return closed
+
+    def wants_keyframe(self, stamp_ns: int) -> bool:
+        """Whether a frame at this stamp would become a keyframe (so callers decode only those)."""
+        if self._open is None or stamp_ns >= self._open.end_ns + self.close_delay_ns:
+            return True
+        return not self._open.keyframe_jpeg
 
     def add_keyframe(self, stamp_ns: int, jpeg: bytes) -> list[ClipEvidence]:
         """Keep the first keyframe of each window."""
@@ -67,6 +73,7 @@ class ClipWindows:
         return [clip]
 
     def _advance(self, stamp_ns: int) -> list[ClipEvidence]:
+        self.last_stamp_ns = max(self.last_stamp_ns, stamp_ns)
         if self._origin is None:
             self._origin = stamp_ns
         closed: list[ClipEvidence] = []

@@ -1,24 +1,422 @@
-"""ROS 2 adapter of the memory logic (a bare node until the memory issue lands)."""
+"""ROS 2 adapter of the memory: parameters, QoS, message <-> dataclass conversions; no memory logic here.
+
+Subscribes /m3/faces, /m3/voices, /m3/entity_matches (and optionally a camera topic for keyframes),
+groups evidence into clip windows on the stream clock, stores each closed clip (one transaction) and
+publishes it on /m3/memory/clips; serves /m3/memory/{search_node,search_clip,get_entity,get_stats}.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import traceback
 
 import rclpy
+from builtin_interfaces.msg import Time
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+
+from m3_interfaces.msg import ClipMemory, Entity, EntityMatch, FaceTracks, MemoryItem, VoiceSegment
+from m3_interfaces.srv import GetEntity, GetStats, SearchClip, SearchNode
+from m3_memory import errors
+from m3_memory.clip_window import ClipWindows
+from m3_memory.errors import MemoryApiError, ModelMissingError, StoreError
+from m3_memory.graph import GraphConfig
+from m3_memory.memory import Memory
+from m3_memory.query_encoders import QueryEncoders
+from m3_memory.records import ClipRecord, FaceEvidence, MatchEvidence, TextNode, VoiceEvidence
+from m3_memory.search import SearchConfig, SearchHit
 
 NODE_NAME = "memory_node"
+NS = 1_000_000_000
+
+
+def to_ns(stamp: Time) -> int:
+    return int(stamp.sec) * NS + int(stamp.nanosec)
+
+
+def to_time(ns: int) -> Time:
+    return Time(sec=int(ns // NS), nanosec=int(ns % NS))
+
+
+def _float(description: str, low: float, high: float) -> ParameterDescriptor:
+    return ParameterDescriptor(
+        description=description, floating_point_range=[FloatingPointRange(from_value=low, to_value=high, step=0.0)]
+    )
+
+
+def _int(description: str, low: int, high: int) -> ParameterDescriptor:
+    return ParameterDescriptor(
+        description=description, integer_range=[IntegerRange(from_value=low, to_value=high, step=1)]
+    )
+
+
+def _text(description: str) -> ParameterDescriptor:
+    return ParameterDescriptor(description=description)
+
+
+PARAMETERS = {
+    "memory_dir": ("~/.m3/memory", _text("memory directory (SQLite store + schema.json); ~ is expanded")),
+    "clip_seconds": (30.0, _float("length of a clip window on the stream clock [s]", 1.0, 3600.0)),
+    "clip_close_delay": (2.0, _float("wait this long past a window's end for late utterances [s]", 0.0, 60.0)),
+    "memorizer": ("rules", _text("memorizer back-end: 'rules' (offline, deterministic) or 'openai'")),
+    "openai_endpoint": ("", _text("OpenAI-compatible base URL for memorizer 'openai', e.g. http://localhost:8000/v1")),
+    "openai_model": ("", _text("model name for memorizer 'openai'")),
+    "openai_prompt_file": ("", _text("prompt file for memorizer 'openai' (empty = the packaged prompt)")),
+    "text_model_path": ("", _text("sentence-transformers model dir (empty = packaged all-MiniLM-L6-v2)")),
+    "reinforce_threshold": (
+        0.85,
+        _float("cosine above which a semantic memory reinforces one about the same entities", -1.0, 1.0),
+    ),
+    "weaken_threshold": (
+        0.0,
+        _float("cosine below which a semantic memory weakens one about the same entities", -1.0, 1.0),
+    ),
+    "face_match_threshold": (
+        0.82,
+        _float("cosine for a new perception face id to join a stored face entity", -1.0, 1.0),
+    ),
+    "voice_match_threshold": (
+        0.75,
+        _float("cosine for a new perception voice id to join a stored voice entity", -1.0, 1.0),
+    ),
+    "equivalence_min_confidence": (0.5, _float("EntityMatch confidence needed to unite two persons", 0.0, 1.0)),
+    "equivalence_min_evidence": (1, _int("EntityMatch evidence_count needed to unite two persons", 1, 1000000)),
+    "clip_threshold": (0.5, _float("default search_clip threshold when a request leaves it unset", -1.0, 1.0)),
+    "max_query_chars": (1000, _int("longest accepted text query [chars]", 1, 100000)),
+    "default_top_k": (10, _int("search_node top_k used by the plain API when none is given", 1, 100)),
+    "keyframe_topic": (
+        "",
+        _text("camera topic (sensor_msgs/Image) whose first frame per clip is kept as a JPEG; empty = off"),
+    ),
+}
 
 
 class MemoryNode(Node):
+    """Thin adapter around m3_memory.memory.Memory."""
+
     def __init__(self, **kwargs) -> None:
         super().__init__(NODE_NAME, **kwargs)
+        for name, (default, descriptor) in PARAMETERS.items():
+            self.declare_parameter(name, default, descriptor)
+        p = {name: self.get_parameter(name).value for name in PARAMETERS}
+        self.memory_dir = os.path.abspath(os.path.expanduser(str(p["memory_dir"])))
+        self.memory: Memory | None = None
+        self.store_error = ""
+        self.encoders = QueryEncoders()
+        self._ingest_lock = threading.Lock()
+        graph_config = GraphConfig(
+            reinforce_threshold=p["reinforce_threshold"],
+            weaken_threshold=p["weaken_threshold"],
+            face_match_threshold=p["face_match_threshold"],
+            voice_match_threshold=p["voice_match_threshold"],
+            equivalence_min_confidence=p["equivalence_min_confidence"],
+            equivalence_min_evidence=p["equivalence_min_evidence"],
+        )
+        search_config = SearchConfig(
+            max_query_chars=p["max_query_chars"], default_top_k=p["default_top_k"], clip_threshold=p["clip_threshold"]
+        )
+        memorizer = self._make_memorizer(p, graph_config)
+        try:
+            from m3_memory.embedder import TextEmbedder
+
+            embedder = TextEmbedder(p["text_model_path"] or None)
+            self.memory = Memory.open(self.memory_dir, embedder, graph_config, search_config, memorizer)
+        except (StoreError, ValueError) as error:
+            # The node stays up so callers get STORE_UNAVAILABLE with the reason instead of silence.
+            self.store_error = f"memory store {self.memory_dir} unavailable: {error}"
+            self.get_logger().error(self.store_error)
+        except ModelMissingError as error:
+            self.store_error = str(error)
+            self.get_logger().error(self.store_error)
+        first_index = self.memory.next_clip_index if self.memory else 0
+        self.windows = ClipWindows(p["clip_seconds"], first_index, p["clip_close_delay"])
+
+        evidence_qos = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST, depth=100)
+        ingest_group = MutuallyExclusiveCallbackGroup()
+        service_group = ReentrantCallbackGroup()
+        self.clip_pub = self.create_publisher(
+            ClipMemory,
+            "/m3/memory/clips",
+            QoSProfile(
+                reliability=ReliabilityPolicy.RELIABLE,
+                durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                history=HistoryPolicy.KEEP_LAST,
+                depth=10,
+            ),
+        )
+        self.create_subscription(FaceTracks, "/m3/faces", self._on_faces, evidence_qos, callback_group=ingest_group)
+        self.create_subscription(VoiceSegment, "/m3/voices", self._on_voice, evidence_qos, callback_group=ingest_group)
+        self.create_subscription(
+            EntityMatch, "/m3/entity_matches", self._on_match, evidence_qos, callback_group=ingest_group
+        )
+        if p["keyframe_topic"]:
+            from sensor_msgs.msg import Image
+
+            self.create_subscription(
+                Image, p["keyframe_topic"], self._on_image, qos_profile_sensor_data, callback_group=ingest_group
+            )
+        self.create_service(SearchNode, "/m3/memory/search_node", self._search_node, callback_group=service_group)
+        self.create_service(SearchClip, "/m3/memory/search_clip", self._search_clip, callback_group=service_group)
+        self.create_service(GetEntity, "/m3/memory/get_entity", self._get_entity, callback_group=service_group)
+        self.create_service(GetStats, "/m3/memory/get_stats", self._get_stats, callback_group=service_group)
+        self.clips_stored = 0
+        self.create_timer(1.0, self._on_tick, callback_group=ingest_group)
+        self.get_logger().info(
+            f"memory_node: store {self.memory_dir}, memorizer {p['memorizer']}, clips of {p['clip_seconds']} s"
+        )
+
+    def _make_memorizer(self, p: dict, graph_config: GraphConfig):
+        if p["memorizer"] == "rules":
+            return None  # Memory builds the rules memorizer with the graph's equivalence thresholds
+        if p["memorizer"] == "openai":
+            from m3_memory.openai_memorizer import OpenAIMemorizer
+
+            return OpenAIMemorizer(p["openai_endpoint"], p["openai_model"], p["openai_prompt_file"] or None)
+        raise ValueError(f"memorizer must be 'rules' or 'openai', got {p['memorizer']!r}")
+
+    # -- evidence in --------------------------------------------------------------------------------
+    def _on_faces(self, msg: FaceTracks) -> None:
+        stamp = to_ns(msg.header.stamp)
+        for face in msg.faces:
+            if not face.face_id:
+                continue  # not yet identified by perception
+            self._add(
+                FaceEvidence(
+                    face.face_id,
+                    int(face.track_id),
+                    (face.x, face.y, face.width, face.height),
+                    float(face.score),
+                    stamp,
+                    list(face.embedding),
+                    bytes(face.crop_jpeg),
+                    float(face.quality),
+                )
+            )
+
+    def _on_voice(self, msg: VoiceSegment) -> None:
+        if not msg.voice_id:
+            return
+        self._add(
+            VoiceEvidence(
+                msg.voice_id,
+                to_ns(msg.start),
+                to_ns(msg.end),
+                msg.transcript,
+                float(msg.asr_confidence),
+                list(msg.embedding),
+                int(msg.segment_id),
+            )
+        )
+
+    def _on_match(self, msg: EntityMatch) -> None:
+        self._add(
+            MatchEvidence(
+                msg.id1,
+                msg.id2,
+                float(msg.confidence),
+                int(msg.evidence_count),
+                to_ns(msg.header.stamp),
+                int(msg.id1_type),
+                int(msg.id2_type),
+            )
+        )
+
+    def _on_image(self, msg) -> None:
+        if not self.windows.wants_keyframe(to_ns(msg.header.stamp)):
+            return
+        try:
+            from m3_perception import image_codec
+
+            rgb = image_codec.decode_raw(msg.encoding, msg.width, msg.height, msg.step, msg.data)
+            jpeg = image_codec.encode_jpeg(rgb, 80)
+        except (ImportError, ValueError) as error:
+            self.get_logger().warning(f"keyframe skipped: {error}", throttle_duration_sec=30.0)
+            return
+        with self._ingest_lock:
+            self._store(self.windows.add_keyframe(to_ns(msg.header.stamp), jpeg))
+
+    def _add(self, item) -> None:
+        with self._ingest_lock:
+            self._store(self.windows.add(item))
+
+    def _store(self, clips) -> None:
+        for clip in clips:
+            if self.memory is None:
+                self.get_logger().error(f"clip {clip.clip_index} not stored: {self.store_error}")
+                continue
+            try:
+                record = self.memory.ingest(clip)
+            except Exception as error:  # noqa: BLE001 - keep the node alive; the failure is logged in full
+                self.get_logger().error(f"clip {clip.clip_index} not stored: {error}\n{traceback.format_exc()}")
+                continue
+            if record is not None:
+                self.clips_stored += 1
+                self.clip_pub.publish(self.clip_msg(record))
+                self.get_logger().info(
+                    f"stored clip {record.clip_index}: {len(record.episodic)} episodic, {len(record.semantic)} semantic"
+                )
+
+    def _on_tick(self) -> None:
+        """Close a window when the node's clock (sim time when replaying) has passed its end. Only when
+        that clock agrees with the evidence stamps: a replay without /clock would otherwise close
+        every window at once."""
+        now = self.get_clock().now().nanoseconds
+        last = self.windows.last_stamp_ns
+        if last and abs(now - last) < 2 * self.windows.clip_ns:
+            with self._ingest_lock:
+                self._store(self.windows.tick(now))
+
+    def flush(self) -> None:
+        """Store the open clip (shutdown, or a caller that knows the stream ended)."""
+        with self._ingest_lock:
+            self._store(self.windows.flush())
+
+    def destroy_node(self) -> None:
+        try:
+            self.flush()
+        finally:
+            if self.memory is not None:
+                self.memory.close()
+            super().destroy_node()
+
+    # -- conversions --------------------------------------------------------------------------------
+    @staticmethod
+    def item_msg(node: TextNode | SearchHit, score: float = 0.0) -> MemoryItem:
+        return MemoryItem(
+            node_id=node.node_id,
+            kind=node.kind,
+            text=node.text,
+            clip_index=int(node.clip_index),
+            start=to_time(node.start_ns),
+            end=to_time(node.end_ns),
+            entity_ids=list(node.entity_ids),
+            weight=float(node.weight),
+            score=float(getattr(node, "score", score) if isinstance(node, SearchHit) else score),
+        )
+
+    def clip_msg(self, record: ClipRecord) -> ClipMemory:
+        msg = ClipMemory(
+            clip_index=int(record.clip_index),
+            start=to_time(record.start_ns),
+            end=to_time(record.end_ns),
+            score=float(record.score),
+            entity_ids=list(record.entity_ids),
+        )
+        msg.header.stamp = to_time(record.end_ns)
+        msg.episodic = [self.item_msg(n, record.node_scores.get(n.node_id, 0.0)) for n in record.episodic]
+        msg.semantic = [self.item_msg(n, record.node_scores.get(n.node_id, 0.0)) for n in record.semantic]
+        return msg
+
+    # -- services -----------------------------------------------------------------------------------
+    def _fail(self, response, error: Exception):
+        if isinstance(error, MemoryApiError):
+            response.error_code, response.error_message = error.code, error.message
+        elif isinstance(error, StoreError):
+            response.error_code, response.error_message = errors.STORE_UNAVAILABLE, str(error)
+        else:
+            response.error_code, response.error_message = errors.INTERNAL_ERROR, f"{type(error).__name__}: {error}"
+            self.get_logger().error(f"service failure: {traceback.format_exc()}")
+        return response
+
+    def _require_memory(self) -> Memory:
+        if self.memory is None:
+            raise MemoryApiError(errors.STORE_UNAVAILABLE, self.store_error or "memory store not open")
+        return self.memory
+
+    def _search_node(self, request: SearchNode.Request, response: SearchNode.Response) -> SearchNode.Response:
+        try:
+            memory = self._require_memory()
+            face = voice = None
+            if request.image.height > 0 or len(request.image.data) > 0:
+                image = request.image
+                face = self.encoders.face_embedding_from_image(
+                    image.encoding, image.width, image.height, image.step, bytes(image.data)
+                )
+            if len(request.audio.data) > 0:
+                audio = request.audio
+                voice = self.encoders.voice_embedding_from_audio(
+                    audio.sample_rate, audio.channels, audio.sample_format, bytes(audio.data), audio.coding_format
+                )
+            hits = memory.search.search_node(
+                request.query,
+                list(request.kinds),
+                int(request.top_k),
+                int(request.before_clip),
+                to_ns(request.before_stamp),
+                face_embedding=face,
+                voice_embedding=voice,
+            )
+            response.items = [self.item_msg(hit) for hit in hits]
+            response.error_code = SearchNode.Response.OK
+        except Exception as error:  # noqa: BLE001 - every failure becomes an error code
+            return self._fail(response, error)
+        return response
+
+    def _search_clip(self, request: SearchClip.Request, response: SearchClip.Response) -> SearchClip.Response:
+        try:
+            memory = self._require_memory()
+            records = memory.search.search_clip(
+                request.query,
+                int(request.top_k),
+                float(request.threshold),
+                int(request.before_clip),
+                request.conversation_id,
+            )
+            response.clips = [self.clip_msg(record) for record in records]
+            response.error_code = SearchClip.Response.OK
+        except Exception as error:  # noqa: BLE001 - every failure becomes an error code
+            return self._fail(response, error)
+        return response
+
+    def _get_entity(self, request: GetEntity.Request, response: GetEntity.Response) -> GetEntity.Response:
+        try:
+            view = self._require_memory().search.get_entity(request.entity_id)
+            response.entity = Entity(
+                entity_id=view.entity_id,
+                kind=view.kind,
+                name=view.name,
+                aliases=view.aliases,
+                member_ids=view.member_ids,
+                observation_count=int(view.observation_count),
+                first_clip=int(view.first_clip),
+                last_clip=int(view.last_clip),
+                first_seen=to_time(view.first_ns),
+                last_seen=to_time(view.last_ns),
+                memory_ids=view.memory_ids,
+                crop_jpeg=view.crop_jpeg,
+            )
+            response.error_code = GetEntity.Response.OK
+        except Exception as error:  # noqa: BLE001 - every failure becomes an error code
+            return self._fail(response, error)
+        return response
+
+    def _get_stats(self, request: GetStats.Request, response: GetStats.Response) -> GetStats.Response:
+        try:
+            stats = self._require_memory().search.get_stats()
+            for name in (
+                "clips", "last_clip_index", "episodic", "semantic", "faces", "voices", "persons", "index_size",
+                "disk_bytes", "schema_version", "memory_dir",
+            ):  # fmt: skip
+                setattr(response, name, getattr(stats, name))
+            response.error_code = GetStats.Response.OK
+        except Exception as error:  # noqa: BLE001 - every failure becomes an error code
+            response.memory_dir = self.memory_dir
+            return self._fail(response, error)
+        return response
 
 
 def main(args: list[str] | None = None) -> None:
     rclpy.init(args=args)
     node = MemoryNode()
+    executor = MultiThreadedExecutor()
     try:
-        rclpy.spin(node, MultiThreadedExecutor())
+        rclpy.spin(node, executor)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
-        node.destroy_node()
+        node.destroy_node()  # flushes the open clip before the store closes
         rclpy.try_shutdown()

@@ -1,0 +1,95 @@
+"""Image and audio queries for search_node: a face image or a voice sample becomes an embedding.
+
+The encoders are m3_perception's (the same models that produced the stored face/voice embeddings),
+imported lazily on the first image or audio query so a text-only memory never loads them. Both are
+injectable (tests, other back-ends): any object with FaceEncoder.encode(rgb) -> detections with
+.embedding, and VoiceEncoder.encode(float32 16 kHz) -> unit vector.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from m3_memory import errors
+from m3_memory.errors import MemoryApiError
+
+
+class QueryEncoders:
+    """Lazily created face / voice encoders shared by the service threads."""
+
+    def __init__(self, face_encoder=None, voice_encoder=None) -> None:
+        self._face = face_encoder
+        self._voice = voice_encoder
+        self._lock = threading.Lock()
+
+    def _face_encoder(self):
+        with self._lock:
+            if self._face is None:
+                try:
+                    from m3_perception.face_encoder import FaceEncoder
+                except ImportError as error:
+                    raise MemoryApiError(
+                        errors.INTERNAL_ERROR, f"image queries need m3_perception.face_encoder: {error}"
+                    ) from error
+                self._face = FaceEncoder()
+            return self._face
+
+    def _voice_encoder(self):
+        with self._lock:
+            if self._voice is None:
+                try:
+                    from m3_perception.voice_encoder import VoiceEncoder
+                except ImportError as error:
+                    raise MemoryApiError(
+                        errors.INTERNAL_ERROR, f"audio queries need m3_perception.voice_encoder: {error}"
+                    ) from error
+                self._voice = VoiceEncoder()
+            return self._voice
+
+    def face_embedding_from_image(
+        self, encoding: str, width: int, height: int, step: int, data: bytes, compressed_format: str = ""
+    ) -> np.ndarray:
+        """Embedding of the largest face in an image (sensor_msgs/Image fields), or INVALID_IMAGE."""
+        try:
+            from m3_perception import image_codec
+        except ImportError as error:
+            raise MemoryApiError(
+                errors.INTERNAL_ERROR, f"image queries need m3_perception.image_codec: {error}"
+            ) from error
+        try:
+            if compressed_format:
+                rgb = image_codec.decode_compressed(compressed_format, data)
+            else:
+                rgb = image_codec.decode_raw(encoding, width, height, step, data)
+        except ValueError as error:
+            raise MemoryApiError(errors.INVALID_IMAGE, f"image unusable: {error}") from error
+        encoder = self._face_encoder()
+        with self._lock:  # the detector and dlib are not documented as thread-safe
+            detections = [d for d in encoder.encode(rgb) if len(getattr(d, "embedding", []))]
+        if not detections:
+            raise MemoryApiError(errors.INVALID_IMAGE, "no face with an identity embedding found in the image")
+        largest = max(detections, key=lambda d: float(d.w) * float(d.h) if hasattr(d, "w") else 0.0)
+        return np.asarray(largest.embedding, dtype=np.float32)
+
+    def voice_embedding_from_audio(
+        self, sample_rate: int, channels: int, sample_format: str, data: bytes, coding_format: str = "wave"
+    ) -> np.ndarray:
+        """Speaker embedding of an AudioChunk's samples, or INVALID_AUDIO."""
+        try:
+            from m3_perception import audio_codec
+        except ImportError as error:
+            raise MemoryApiError(
+                errors.INTERNAL_ERROR, f"audio queries need m3_perception.audio_codec: {error}"
+            ) from error
+        try:
+            samples = audio_codec.decode_chunk(sample_rate, channels, sample_format, data, coding_format)
+        except ValueError as error:
+            raise MemoryApiError(errors.INVALID_AUDIO, f"audio unusable: {error}") from error
+        encoder = self._voice_encoder()
+        try:
+            with self._lock:
+                return np.asarray(encoder.encode(samples), dtype=np.float32)
+        except ValueError as error:
+            raise MemoryApiError(errors.INVALID_AUDIO, f"audio unusable: {error}") from error
