@@ -1,24 +1,277 @@
-"""ROS 2 adapter of the control logic (a bare node until the control issue lands)."""
+"""ROS 2 adapter of the control logic: the Instruct action server on /m3/instruct.
+
+In the style of ros2/examples' action servers: goal, cancel and handle-accepted callbacks, an
+execute callback publishing feedback every round, a ReentrantCallbackGroup on a
+MultiThreadedExecutor. The reasoning itself is m3_control.loop (plain Python); this file only
+declares parameters, converts messages, and applies the goal policy for concurrent goals:
+  queue   - goals run one after the other in arrival order (ros2/examples queue server);
+  reject  - a goal arriving while one runs is rejected (single-goal server);
+  preempt - a new goal replaces the running one, which ends with PREEMPTED.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import sys
+import threading
+from typing import Any
 
 import rclpy
+from diagnostic_msgs.msg import KeyValue
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action.server import ServerGoalHandle
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 
+from m3_control.backends import BACKENDS, make_reasoner
+from m3_control.loop import CANCELED, PREEMPTED, SUCCEEDED, LoopConfig, LoopResult, RoundEvent, run_loop
+from m3_control.openai_reasoner import OpenAIConfig
+from m3_control.ros_memory_client import RosMemoryClient
+from m3_control.skills import load_skills
+from m3_interfaces.action import Instruct
+from m3_interfaces.msg import PlanStep
+
 NODE_NAME = "control_node"
+ACTION_NAME = "/m3/instruct"
+GOAL_POLICIES = ("queue", "reject", "preempt")
+
+
+def _float(description: str, low: float, high: float) -> ParameterDescriptor:
+    return ParameterDescriptor(
+        description=description,
+        floating_point_range=[FloatingPointRange(from_value=low, to_value=high, step=0.0)],
+    )
+
+
+def _int(description: str, low: int, high: int) -> ParameterDescriptor:
+    return ParameterDescriptor(
+        description=description, integer_range=[IntegerRange(from_value=low, to_value=high, step=1)]
+    )
+
+
+def _text(description: str, read_only: bool = True) -> ParameterDescriptor:
+    return ParameterDescriptor(description=description, read_only=read_only)
+
+
+# name: (default, descriptor). Everything but goal_policy is read once at start-up.
+PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
+    "backend": ("extractive", _text(f"reasoner back-end: one of {', '.join(BACKENDS)}")),
+    "endpoint": ("http://localhost:8000/v1", _text("openai back-end: base URL of an OpenAI-compatible API")),
+    "model": ("M3-Agent-Control", _text("openai: model name sent to the endpoint; vllm: local weights directory")),
+    "api_key_env": ("OPENAI_API_KEY", _text("environment variable holding the endpoint's API key (unset: none sent)")),
+    "temperature": (0.6, _float("sampling temperature (reference 0.6)", 0.0, 2.0)),
+    "top_p": (0.95, _float("nucleus sampling top_p (reference 0.95)", 0.0, 1.0)),
+    "max_tokens": (1024, _int("most tokens per model reply (reference 1024)", 1, 32768)),
+    "timeout_s": (60.0, _float("seconds to wait for one model reply", 0.1, 3600.0)),
+    "retries": (2, _int("model requests retried after a transport failure, then MODEL_UNREACHABLE", 0, 10)),
+    "reasks": (2, _int("re-asks after a malformed reply or a rejected plan, then MODEL_ERROR", 0, 10)),
+    "system_prompt_file": ("", _text("system prompt file with {skills}; empty: the packaged prompts/system.txt")),
+    "skills_file": ("", _text("skill vocabulary YAML; empty: the installed config/skills.yaml")),
+    "top_k": (2, _int("clips per search_clip (reference 2)", 1, 100)),
+    "threshold": (0.5, _float("minimum clip score for search_clip, cosine (reference 0.5)", -1.0, 1.0)),
+    "node_top_k": (20, _int("memory nodes per search_node for character-id queries (reference 20)", 1, 100)),
+    "default_max_rounds": (5, _int("rounds used when a goal sets max_rounds 0", 1, 20)),
+    "max_instruction_chars": (2000, _int("longest instruction accepted, else INVALID_GOAL", 1, 100000)),
+    "memory_prefix": ("/m3/memory", _text("namespace of the memory services search_clip, search_node, get_entity")),
+    "memory_timeout_s": (5.0, _float("seconds to wait for a memory service, then MEMORY_UNAVAILABLE", 0.1, 600.0)),
+    "goal_policy": ("queue", _text("concurrent goals: queue, reject or preempt (may change at run time)", False)),
+}
 
 
 class ControlNode(Node):
+    """Serves Instruct on /m3/instruct by running the retrieval-round loop over the memory services."""
+
     def __init__(self, **kwargs) -> None:
         super().__init__(NODE_NAME, **kwargs)
+        for name, (default, descriptor) in PARAMETERS.items():
+            self.declare_parameter(name, default, descriptor)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        policy = self.get_parameter("goal_policy").value
+        if policy not in GOAL_POLICIES:
+            raise ValueError(f"goal_policy {policy!r}: choose one of {list(GOAL_POLICIES)}")
+        p = {name: self.get_parameter(name).value for name in PARAMETERS}
+        self.skills = load_skills(p["skills_file"] or None)
+        openai = OpenAIConfig(
+            endpoint=p["endpoint"],
+            model=p["model"],
+            temperature=p["temperature"],
+            top_p=p["top_p"],
+            max_tokens=p["max_tokens"],
+            timeout_s=p["timeout_s"],
+            retries=p["retries"],
+            reasks=p["reasks"],
+            api_key=os.environ.get(p["api_key_env"], "") if p["api_key_env"] else "",
+        )
+        self.reasoner, self.system_prompt = make_reasoner(
+            p["backend"], self.skills, openai, p["system_prompt_file"], vllm_model=p["model"]
+        )
+        self.loop_config = dict(
+            top_k=p["top_k"],
+            threshold=p["threshold"],
+            node_top_k=p["node_top_k"],
+            max_instruction_chars=p["max_instruction_chars"],
+            reasks=p["reasks"],
+        )
+        self.default_max_rounds = p["default_max_rounds"]
+        self._group = ReentrantCallbackGroup()
+        self.memory = RosMemoryClient(self, p["memory_prefix"], p["memory_timeout_s"], self._group)
+        self._lock = threading.Lock()
+        self._active: ServerGoalHandle | None = None
+        self._reserved = False  # reject policy: a goal was accepted and has not started yet
+        self._queue: collections.deque[ServerGoalHandle] = collections.deque()
+        self._preempted: set[bytes] = set()
+        self._server = ActionServer(
+            self,
+            Instruct,
+            ACTION_NAME,
+            execute_callback=self._execute,
+            goal_callback=self._on_goal,
+            handle_accepted_callback=self._on_accepted,
+            cancel_callback=self._on_cancel,
+            callback_group=self._group,
+        )
+        self.get_logger().info(f"serving {ACTION_NAME} (backend {p['backend']}, goal_policy {policy})")
+
+    # --- parameters ----------------------------------------------------------------------------
+    def _on_set_parameters(self, params) -> SetParametersResult:
+        for param in params:
+            if param.name == "goal_policy" and param.value not in GOAL_POLICIES:
+                return SetParametersResult(successful=False, reason=f"goal_policy must be one of {GOAL_POLICIES}")
+        return SetParametersResult(successful=True)
+
+    @property
+    def goal_policy(self) -> str:
+        return self.get_parameter("goal_policy").value
+
+    # --- goal life cycle -----------------------------------------------------------------------
+    def _on_goal(self, goal: Instruct.Goal) -> GoalResponse:
+        """Accept, or reject under the reject policy while busy. Invalid goals are accepted and end with
+        INVALID_GOAL so that the client learns why (a rejection carries no message)."""
+        with self._lock:
+            if self.goal_policy == "reject":
+                if self._active is not None or self._reserved or self._queue:
+                    self.get_logger().info("goal rejected: another goal is running (goal_policy reject)")
+                    return GoalResponse.REJECT
+                self._reserved = True
+        return GoalResponse.ACCEPT
+
+    def _on_accepted(self, goal_handle: ServerGoalHandle) -> None:
+        with self._lock:
+            self._reserved = False
+            if self._active is not None and self.goal_policy == "preempt":
+                self._preempted.add(bytes(self._active.goal_id.uuid))
+            elif self._active is not None:
+                self._queue.append(goal_handle)
+                return
+            self._active = goal_handle
+        goal_handle.execute()
+
+    def _on_cancel(self, goal_handle: ServerGoalHandle) -> CancelResponse:
+        return CancelResponse.ACCEPT
+
+    def _finished(self, goal_handle: ServerGoalHandle) -> None:
+        with self._lock:
+            self._preempted.discard(bytes(goal_handle.goal_id.uuid))
+            if self._active is not goal_handle:
+                return  # preempted: the newer goal is already active
+            self._active = self._queue.popleft() if self._queue else None
+            next_goal = self._active
+        if next_goal is not None:
+            next_goal.execute()
+
+    def _stop_reason(self, goal_handle: ServerGoalHandle) -> str | None:
+        if goal_handle.is_cancel_requested:
+            return CANCELED
+        if bytes(goal_handle.goal_id.uuid) in self._preempted or not goal_handle.is_active:
+            return PREEMPTED
+        return None
+
+    def _execute(self, goal_handle: ServerGoalHandle) -> Instruct.Result:
+        try:
+            outcome = self._run(goal_handle)
+        except Exception as error:  # noqa: BLE001 - any bug still ends the goal with a named code
+            self.get_logger().error(f"goal failed: {error!r}")
+            outcome = LoopResult("INTERNAL_ERROR", error_message=f"{error.__class__.__name__}: {error}")
+        result = to_result(outcome)
+        if outcome.code == SUCCEEDED:
+            goal_handle.succeed()
+        elif outcome.code == CANCELED and goal_handle.is_cancel_requested:
+            goal_handle.canceled()
+        else:
+            goal_handle.abort()
+        self.get_logger().info(f"goal ended {outcome.code} after {outcome.rounds_used} round(s)")
+        self._finished(goal_handle)
+        return result
+
+    def _run(self, goal_handle: ServerGoalHandle) -> LoopResult:
+        goal: Instruct.Goal = goal_handle.request
+        stamp = goal.before_stamp
+        if stamp.sec or stamp.nanosec:
+            return LoopResult(
+                "INVALID_GOAL",
+                error_message="before_stamp is not supported yet (SearchClip has no time limit); use before_clip",
+            )
+        if goal.max_rounds > 20:
+            return LoopResult("INVALID_GOAL", error_message=f"max_rounds {goal.max_rounds} outside 1..20")
+        config = LoopConfig(
+            max_rounds=goal.max_rounds or self.default_max_rounds, before_clip=goal.before_clip, **self.loop_config
+        )
+
+        def feedback(event: RoundEvent) -> None:
+            goal_handle.publish_feedback(
+                Instruct.Feedback(round=event.round, action=event.action, query=event.query, hit_count=event.hit_count)
+            )
+
+        return run_loop(
+            goal.instruction,
+            self.reasoner,
+            self.memory,
+            self.skills,
+            config,
+            self.system_prompt,
+            on_round=feedback,
+            should_stop=lambda: self._stop_reason(goal_handle),
+        )
+
+
+def to_result(outcome: LoopResult) -> Instruct.Result:
+    """LoopResult -> Instruct.Result (error codes by constant name)."""
+    return Instruct.Result(
+        answer=outcome.answer,
+        plan=[
+            PlanStep(
+                skill=s.skill, target=s.target, arguments=[KeyValue(key=k, value=v) for k, v in s.arguments.items()]
+            )
+            for s in outcome.plan
+        ],
+        evidence_ids=list(outcome.evidence_ids),
+        rounds_used=min(outcome.rounds_used, 255),
+        error_code=getattr(Instruct.Result, outcome.code),
+        error_message=outcome.error_message,
+    )
 
 
 def main(args: list[str] | None = None) -> None:
     rclpy.init(args=args)
-    node = ControlNode()
     try:
-        rclpy.spin(node, MultiThreadedExecutor())
+        node = ControlNode()
+    except (ValueError, FileNotFoundError, ImportError) as error:
+        print(f"control_node: error: {error}", file=sys.stderr)
+        rclpy.try_shutdown()
+        raise SystemExit(2) from error
+    # Memory calls block the execute thread while their responses need another: keep threads to spare.
+    executor = MultiThreadedExecutor(num_threads=max(4, os.cpu_count() or 1))
+    try:
+        rclpy.spin(node, executor)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -16,7 +16,15 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from m3_control.memory_client import ENTITY_ID_RE, Clip, Memory, MemoryClient, MemoryUnavailable, entity_name
+from m3_control.memory_client import (
+    ENTITY_ID_RE,
+    Clip,
+    Memory,
+    MemoryClient,
+    MemoryQueryRejected,
+    MemoryUnavailable,
+    entity_name,
+)
 from m3_control.reasoner import Answer, LoopState, Reasoner, ReasonerError, Search
 from m3_control.skills import Skill, SkillError, Step, validate_plan
 
@@ -108,7 +116,7 @@ def resolve_names(text: str, evidence: list[Memory], memory: MemoryClient) -> st
         name = None
         try:
             name = entity_name(memory, entity_id)
-        except MemoryUnavailable:
+        except (MemoryUnavailable, MemoryQueryRejected):
             name = None  # the answer keeps the id: still correct, only less readable
         if not name:
             pattern = re.compile(
@@ -255,11 +263,15 @@ def run_loop(
             except MemoryUnavailable as error:
                 result.code, result.error_message = MEMORY_UNAVAILABLE, str(error)
                 return result
+            except MemoryQueryRejected as error:
+                clips, nodes = [], []
+                state.messages.append({"role": "user", "content": f"(Memory rejected this query: {error}.)"})
             memory_ms = (time.perf_counter() - t0) * 1000
             retrieved = [m for clip in clips for m in clip.memories] + list(nodes)
             _append_evidence(state, retrieved)
             hits = len(retrieved)
-            state.messages.append({"role": "user", "content": knowledge_message(clips, nodes)})
+            if state.messages[-1]["role"] != "user":
+                state.messages.append({"role": "user", "content": knowledge_message(clips, nodes)})
         state.last_hits = hits
         result.timings_ms.append((time.perf_counter() - round_start) * 1000 - reasoner_ms - memory_ms)
         if on_round:

@@ -19,6 +19,10 @@ class MemoryUnavailable(RuntimeError):
     """Memory could not be reached or refused the request (store down, timeout, service missing)."""
 
 
+class MemoryQueryRejected(ValueError):
+    """Memory refused this query (empty, too long, bad argument): the loop reports it to the reasoner."""
+
+
 @dataclass(frozen=True)
 class Memory:
     """One memory node: episodic/semantic text, or a face/voice/person entity."""

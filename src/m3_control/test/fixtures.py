@@ -97,8 +97,9 @@ class ChatServer:
     Requests (their JSON bodies) are recorded in `requests`.
     """
 
-    def __init__(self, script: list) -> None:
-        self.script = list(script)
+    def __init__(self, script: list | None = None, responder=None) -> None:
+        self.script = list(script or [])
+        self.responder = responder  # optional: body -> script entry, instead of the script
         self.requests: list[dict] = []
         server = self
 
@@ -110,7 +111,10 @@ class ChatServer:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length))
                 server.requests.append({"path": self.path, **body})
-                entry = server.script.pop(0) if server.script else ("status", 500)
+                if server.responder is not None:
+                    entry = server.responder(body)
+                else:
+                    entry = server.script.pop(0) if server.script else ("status", 500)
                 if isinstance(entry, tuple) and entry[0] == "status":
                     self.send_response(entry[1])
                     self.end_headers()

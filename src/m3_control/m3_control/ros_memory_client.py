@@ -1,0 +1,95 @@
+"""MemoryClient over the memory node's ROS services (SearchClip, SearchNode, GetEntity).
+
+Called from the action's execute callback: each call waits on its future with a timeout, so the
+node must spin in a MultiThreadedExecutor with these clients in a reentrant callback group.
+A missing service, a timeout or STORE_UNAVAILABLE/INTERNAL_ERROR becomes MemoryUnavailable.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from rclpy.callback_groups import CallbackGroup
+from rclpy.client import Client
+from rclpy.node import Node
+
+from m3_control.memory_client import Clip, Memory, MemoryQueryRejected, MemoryUnavailable
+from m3_interfaces.msg import ClipMemory, MemoryItem
+from m3_interfaces.srv import GetEntity, SearchClip, SearchNode
+
+QUERY_ERRORS = (
+    SearchClip.Response.EMPTY_QUERY,
+    SearchClip.Response.QUERY_TOO_LONG,
+    SearchClip.Response.INVALID_ARGUMENT,
+)
+
+
+def memory_from_msg(item: MemoryItem) -> Memory:
+    return Memory(
+        node_id=item.node_id,
+        kind=item.kind,
+        text=item.text,
+        clip_index=item.clip_index,
+        score=float(item.score),
+        entity_ids=tuple(item.entity_ids),
+    )
+
+
+def clip_from_msg(clip: ClipMemory) -> Clip:
+    memories = tuple(memory_from_msg(m) for m in [*clip.episodic, *clip.semantic])
+    return Clip(clip_index=clip.clip_index, score=float(clip.score), memories=memories)
+
+
+class RosMemoryClient:
+    """Blocking MemoryClient for use inside a callback of a multi-threaded executor."""
+
+    def __init__(self, node: Node, prefix: str, timeout_s: float, callback_group: CallbackGroup) -> None:
+        prefix = prefix.rstrip("/")
+        self.timeout_s = timeout_s
+        self.search_clip_client = node.create_client(SearchClip, f"{prefix}/search_clip", callback_group=callback_group)
+        self.search_node_client = node.create_client(SearchNode, f"{prefix}/search_node", callback_group=callback_group)
+        self.get_entity_client = node.create_client(GetEntity, f"{prefix}/get_entity", callback_group=callback_group)
+
+    def _call(self, client: Client, request):
+        if not client.service_is_ready() and not client.wait_for_service(timeout_sec=self.timeout_s):
+            raise MemoryUnavailable(f"memory service {client.srv_name} not available within {self.timeout_s} s")
+        done = threading.Event()
+        future = client.call_async(request)
+        future.add_done_callback(lambda _: done.set())
+        if not done.wait(self.timeout_s):
+            client.remove_pending_request(future)
+            raise MemoryUnavailable(f"memory service {client.srv_name} did not answer within {self.timeout_s} s")
+        response = future.result()
+        if response is None:
+            raise MemoryUnavailable(f"memory service {client.srv_name} failed: {future.exception()}")
+        return response
+
+    def _check(self, client: Client, response) -> None:
+        if response.error_code == 0:
+            return
+        message = f"{client.srv_name}: error {response.error_code}: {response.error_message}"
+        if response.error_code in QUERY_ERRORS:
+            raise MemoryQueryRejected(message)
+        raise MemoryUnavailable(message)
+
+    def search_clip(self, query, top_k=2, threshold=0.5, before_clip=-1, conversation_id="") -> list[Clip]:
+        request = SearchClip.Request(
+            query=query, top_k=top_k, threshold=threshold, before_clip=before_clip, conversation_id=conversation_id
+        )
+        response = self._call(self.search_clip_client, request)
+        self._check(self.search_clip_client, response)
+        return [clip_from_msg(c) for c in response.clips]
+
+    def search_node(self, query, kinds=(), top_k=20, before_clip=-1) -> list[Memory]:
+        request = SearchNode.Request(query=query, kinds=list(kinds), top_k=top_k, before_clip=before_clip)
+        response = self._call(self.search_node_client, request)
+        self._check(self.search_node_client, response)
+        return [memory_from_msg(m) for m in response.items]
+
+    def entity_name(self, entity_id: str) -> str | None:
+        """The learnt name of an entity; None when memory has none (or does not know the id)."""
+        response = self._call(self.get_entity_client, GetEntity.Request(entity_id=entity_id))
+        if response.error_code == GetEntity.Response.UNKNOWN_ENTITY:
+            return None
+        self._check(self.get_entity_client, response)
+        return response.entity.name or None

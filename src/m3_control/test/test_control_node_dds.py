@@ -1,0 +1,183 @@
+"""The control node over real DDS: memory services in one process, the control node in another,
+the action client here; the reasoner is the OpenAI-protocol back-end against a local HTTP server.
+Run with a domain of its own, e.g. ROS_DOMAIN_ID=23 ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import rclpy
+from action_msgs.msg import GoalStatus
+from fixtures import ChatServer
+from rclpy.action import ActionClient
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.parameter_client import AsyncParameterClient
+
+from m3_interfaces.action import Instruct
+
+HERE = Path(__file__).parent
+
+
+def respond(body: dict):
+    """Scripted model: the question picks the script; assistant turns so far pick the step."""
+    question = body["messages"][1]["content"]
+    turns = sum(1 for m in body["messages"] if m["role"] == "assistant")
+    if question.startswith("Question: Where did Alice put the keys?"):
+        if turns == 0:
+            return "<think>search first</think>Action: [Search]\nContent: where did Alice put the keys"
+        return 'Action: [Answer]\nContent: <face_1> put the car keys in the hallway drawer.\nEvidence: ["episodic_3"]'
+    if question.startswith("Question: slow"):  # one slow search per round; answers when it must
+        if "last round" in body["messages"][-1]["content"]:
+            return ("delay", 0.3, "Action: [Answer]\nContent: done slowly.")
+        return ("delay", 0.6, f"Action: [Search]\nContent: keys {turns}")
+    return "Action: [Answer]\nContent: I don't know."
+
+
+@pytest.fixture(scope="module")
+def system():
+    with ChatServer(responder=respond) as chat:
+        memory = subprocess.Popen([sys.executable, str(HERE / "memory_peer.py")])
+        control = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "m3_control.control_node",
+                "--ros-args",
+                "-p",
+                "backend:=openai",
+                "-p",
+                f"endpoint:={chat.endpoint}",
+                "-p",
+                "timeout_s:=5.0",
+                "-p",
+                "memory_timeout_s:=2.0",
+            ]
+        )
+        rclpy.init()
+        node = Node("instruct_test_client")
+        client = ActionClient(node, Instruct, "/m3/instruct")
+        params = AsyncParameterClient(node, "control_node")
+        assert client.wait_for_server(timeout_sec=30.0), "control node did not come up"
+        yield {"node": node, "client": client, "params": params, "chat": chat, "memory": memory}
+        node.destroy_node()
+        rclpy.try_shutdown()
+        for process in (control, memory):
+            process.terminate()
+            process.wait(timeout=10)
+
+
+def spin_until(node: Node, predicate, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        rclpy.spin_once(node, timeout_sec=0.05)
+
+
+def send(system, instruction: str, max_rounds: int = 5, feedback: list | None = None):
+    future = system["client"].send_goal_async(
+        Instruct.Goal(instruction=instruction, max_rounds=max_rounds),
+        feedback_callback=(lambda m: feedback.append(m.feedback)) if feedback is not None else None,
+    )
+    spin_until(system["node"], future.done)
+    return future.result()
+
+
+def result_of(system, goal_handle):
+    future = goal_handle.get_result_async()
+    spin_until(system["node"], future.done)
+    return future.result()
+
+
+def set_policy(system, policy: str) -> None:
+    params = system["params"]
+    assert params.wait_for_services(timeout_sec=10.0)
+    future = params.set_parameters([Parameter("goal_policy", value=policy)])
+    spin_until(system["node"], future.done)
+    assert future.result().results[0].successful
+
+
+def test_goal_feedback_result(system):
+    feedback = []
+    handle = send(system, "Where did Alice put the keys?", feedback=feedback)
+    assert handle.accepted
+    response = result_of(system, handle)
+    result = response.result
+    assert response.status == GoalStatus.STATUS_SUCCEEDED
+    assert result.error_code == Instruct.Result.SUCCEEDED, result.error_message
+    assert result.answer == "Alice put the car keys in the hallway drawer."  # name from GetEntity over DDS
+    assert list(result.evidence_ids) == ["episodic_3"]
+    assert result.rounds_used == 2 and list(result.plan) == []
+    assert [(f.round, f.action, f.query) for f in feedback] == [
+        (1, "search", "where did Alice put the keys"),
+        (2, "answer", ""),
+    ]
+    assert feedback[0].hit_count >= 2  # the keys clip and its semantic memory came back from the memory process
+
+
+def test_cancel_mid_goal(system):
+    feedback = []
+    handle = send(system, "slow question about keys", max_rounds=8, feedback=feedback)
+    spin_until(system["node"], lambda: len(feedback) >= 1)
+    cancel = handle.cancel_goal_async()
+    spin_until(system["node"], cancel.done)
+    response = result_of(system, handle)
+    assert response.status == GoalStatus.STATUS_CANCELED
+    assert response.result.error_code == Instruct.Result.CANCELED
+    assert 1 <= response.result.rounds_used < 8
+
+
+def test_invalid_goal_is_answered_with_a_reason(system):
+    response = result_of(system, send(system, "Where are the keys?", max_rounds=21))
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert response.result.error_code == Instruct.Result.INVALID_GOAL
+    assert "max_rounds 21" in response.result.error_message
+    response = result_of(system, send(system, "   "))
+    assert response.result.error_code == Instruct.Result.INVALID_GOAL
+
+
+def test_goal_policies(system):
+    set_policy(system, "reject")
+    first = send(system, "slow reject test", max_rounds=3)
+    second = send(system, "Where did Alice put the keys?")
+    assert first.accepted and not second.accepted
+    assert result_of(system, first).result.error_code == Instruct.Result.SUCCEEDED
+
+    set_policy(system, "preempt")
+    feedback = []
+    first = send(system, "slow preempt test", max_rounds=8, feedback=feedback)
+    spin_until(system["node"], lambda: len(feedback) >= 1)
+    second = send(system, "Where did Alice put the keys?")
+    assert second.accepted
+    first_result = result_of(system, first)
+    assert first_result.result.error_code == Instruct.Result.PREEMPTED
+    assert first_result.status == GoalStatus.STATUS_ABORTED
+    assert result_of(system, second).result.error_code == Instruct.Result.SUCCEEDED
+
+    set_policy(system, "queue")
+    first = send(system, "slow queue test", max_rounds=2)
+    second = send(system, "Where did Alice put the keys?")
+    assert first.accepted and second.accepted
+    second_result = result_of(system, second)
+    first_result = result_of(system, first)
+    assert (first_result.result.error_code, second_result.result.error_code) == (0, 0)
+    assert second_result.result.answer.startswith("Alice")
+    questions = [r["messages"][1]["content"] for r in system["chat"].requests]
+    last_slow = max(i for i, q in enumerate(questions) if "slow queue test" in q)
+    first_fast = min(
+        i for i, q in enumerate(questions) if "Alice" in q and i > questions.index("Question: slow queue test")
+    )
+    assert first_fast > last_slow  # the queued goal started only after the first one ended
+
+
+def test_memory_unavailable_last(system):
+    system["memory"].terminate()
+    system["memory"].wait(timeout=10)
+    response = result_of(system, send(system, "Where did Alice put the keys?"))
+    assert response.result.error_code == Instruct.Result.MEMORY_UNAVAILABLE
+    assert "/m3/memory/search_clip" in response.result.error_message
