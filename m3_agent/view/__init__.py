@@ -1,0 +1,1 @@
+"""A self-contained HTML view of a memory directory (people, clip timeline, answers with evidence)."""

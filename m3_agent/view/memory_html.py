@@ -1,0 +1,153 @@
+"""Render a memory export (MemoryStore.export_json) as one self-contained HTML page.
+
+The page shows people with their faces, voices and names; every clip on a timeline with its
+episodic and semantic memories; and, when given, the answers of an evaluation with links to the
+memories that support them. Entity tags such as <face_2> are rendered as the person's name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from importlib import resources
+from pathlib import Path
+
+import jinja2
+
+TAG = re.compile(r"<((?:face|voice|person)_\d+)>")
+
+
+def _ns_to_clock(ns: int) -> str:
+    seconds = max(0, int(ns // 1_000_000_000))
+    return f"{seconds // 60:02d}:{seconds % 60:02d}"
+
+
+class _Names:
+    """Entity id → display name (the person's learnt name, else the person or entity id)."""
+
+    def __init__(self, export: dict) -> None:
+        self._alias = {a["old_id"]: a["new_id"] for a in export.get("aliases", [])}
+        self._entities = {e["entity_id"]: e for e in export.get("entities", [])}
+
+    def resolve(self, entity_id: str) -> str:
+        seen = set()
+        while entity_id in self._alias and entity_id not in seen:
+            seen.add(entity_id)
+            entity_id = self._alias[entity_id]
+        return entity_id
+
+    def person_of(self, entity_id: str) -> str:
+        entity = self._entities.get(self.resolve(entity_id), {})
+        if entity.get("kind") == "person":
+            return entity["entity_id"]
+        return entity.get("person_id") or self.resolve(entity_id)
+
+    def display(self, entity_id: str) -> str:
+        person = self._entities.get(self.person_of(entity_id), {})
+        return person.get("name") or self.person_of(entity_id)
+
+
+def _people(export: dict, names: _Names) -> list[dict]:
+    members: dict[str, list[dict]] = defaultdict(list)
+    persons = []
+    for entity in export.get("entities", []):
+        if entity["kind"] == "person":
+            persons.append(entity)
+        elif entity.get("person_id"):
+            members[entity["person_id"]].append(entity)
+    grouped = set()
+    people = []
+    for person in persons:
+        faces = [m for m in members[person["entity_id"]] if m["kind"] == "face"]
+        voices = [m for m in members[person["entity_id"]] if m["kind"] == "voice"]
+        grouped.update(m["entity_id"] for m in faces + voices)
+        crop = next((f["crop_jpeg"] for f in faces if f.get("crop_jpeg")), person.get("crop_jpeg"))
+        people.append(
+            {
+                "id": person["entity_id"],
+                "name": names.display(person["entity_id"]),
+                "faces": faces,
+                "voices": voices,
+                "crop": crop,
+                "first_clip": person.get("first_clip", -1),
+            }
+        )
+    for entity in export.get("entities", []):
+        if (
+            entity["kind"] != "person"
+            and entity["entity_id"] not in grouped
+            and entity["entity_id"] == names.resolve(entity["entity_id"])
+        ):
+            is_face = entity["kind"] == "face"
+            people.append(
+                {
+                    "id": entity["entity_id"],
+                    "name": names.display(entity["entity_id"]),
+                    "faces": [entity] if is_face else [],
+                    "voices": [] if is_face else [entity],
+                    "crop": entity.get("crop_jpeg"),
+                    "first_clip": entity.get("first_clip", -1),
+                }
+            )
+    return people
+
+
+def _timeline(export: dict, names: _Names) -> list[dict]:
+    by_clip: dict[int, list[dict]] = defaultdict(list)
+    for node in export.get("text_nodes", []):
+        by_clip[node["clip_index"]].append(node)
+    clips = []
+    for clip in export.get("clips", []):
+        memories = []
+        for node in sorted(by_clip[clip["clip_index"]], key=lambda n: (n["kind"] != "episodic", n["start_ns"])):
+            text = TAG.sub(lambda m: f"\x00{m.group(1)}\x01", node["text"])
+            parts = [
+                {"entity": names.resolve(piece), "text": names.display(piece)}
+                if i % 2
+                else {"entity": "", "text": piece}
+                for i, piece in enumerate(re.split(r"\x00|\x01", text))
+            ]
+            memories.append(
+                {
+                    "id": node["node_id"],
+                    "kind": node["kind"],
+                    "parts": parts,
+                    "weight": node["weight"],
+                    "at": _ns_to_clock(node["start_ns"] - export["clips"][0]["start_ns"]),
+                }
+            )
+        start0 = export["clips"][0]["start_ns"]
+        clips.append(
+            {
+                "index": clip["clip_index"],
+                "start": _ns_to_clock(clip["start_ns"] - start0),
+                "end": _ns_to_clock(clip["end_ns"] - start0),
+                "keyframe": clip.get("keyframe_jpeg"),
+                "memories": memories,
+            }
+        )
+    return clips
+
+
+def render(export: dict, answers: list[dict] | None = None, title: str = "m3 memory") -> str:
+    """answers: dicts with question, answer, ground_truth, verdict, evidence (node ids), type."""
+    names = _Names(export)
+    template = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined).from_string(
+        resources.files("m3_agent.view").joinpath("memory.html.j2").read_text()
+    )
+    known = {node["node_id"] for node in export.get("text_nodes", [])}
+    return template.render(
+        title=title,
+        people=_people(export, names),
+        clips=_timeline(export, names),
+        answers=[{**a, "evidence": [e for e in a.get("evidence", []) if e in known]} for a in answers or []],
+        counts={
+            kind: sum(1 for n in export.get("text_nodes", []) if n["kind"] == kind) for kind in ("episodic", "semantic")
+        },
+    )
+
+
+def write(export: dict, path: str | Path, answers: list[dict] | None = None, title: str = "m3 memory") -> Path:
+    path = Path(path)
+    path.write_text(render(export, answers, title), encoding="utf-8")
+    return path.resolve()
