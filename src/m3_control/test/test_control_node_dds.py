@@ -5,6 +5,7 @@ Run with a domain of its own, e.g. ROS_DOMAIN_ID=23 ROS_AUTOMATIC_DISCOVERY_RANG
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -173,6 +174,21 @@ def test_goal_policies(system):
         i for i, q in enumerate(questions) if "Alice" in q and i > questions.index("Question: slow queue test")
     )
     assert first_fast > last_slow  # the queued goal started only after the first one ended
+
+
+def test_m3_ask_json_and_text(system, capsys):
+    from m3_control import ask
+
+    assert ask.main(["Where did Alice put the keys?", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["answer"] == "Alice put the car keys in the hallway drawer."
+    assert out["error_name"] == "SUCCEEDED" and out["evidence_ids"] == ["episodic_3"]
+    assert [f["action"] for f in out["feedback"]] == ["search", "answer"]
+    assert ask.main(["Where did Alice put the keys?"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[0] == "Alice put the car keys in the hallway drawer."
+    assert "evidence: episodic_3" in captured.out and "[round 1] search" in captured.err
+    assert ask.main(["hello", "--action", "/m3/nobody_here", "--wait", "0.5"]) == 2
 
 
 def test_memory_unavailable_last(system):

@@ -1,0 +1,148 @@
+"""`m3 judge`: does the ground truth follow from the agent's answer? (the reference's GPT-4o judge, Yes/No)
+
+With --endpoint, any OpenAI-compatible chat model judges with the reference's question. Without
+one there is no language model here, so the fallback is a normalised exact/number match, labelled
+"method": "normalised-match" in every output line: it is stricter than a model judge.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+
+from m3_control.openai_reasoner import OpenAIConfig, OpenAIReasoner
+from m3_control.reasoner import ReasonerError
+from m3_control.reply_parser import strip_reasoning
+
+JUDGE_PROMPT = (
+    "You are provided with a question, a ground truth answer, and an answer from an agent model. Your task is to "
+    "determine whether the ground truth answer can be logically inferred from the agent's answer, in the context of "
+    "the question. Do not directly compare the surface forms of the agent answer and the ground truth answer. "
+    "Instead, assess whether the meaning expressed by the agent answer supports or implies the ground truth answer. "
+    'If the ground truth can be reasonably derived from the agent answer, return "Yes". If it cannot, return "No".\n'
+    'Output only "Yes" or "No", with no additional explanation.\n\n'
+    "Question: {question}\nGround Truth Answer: {truth}\nAgent Answer: {answer}"
+)
+NUMBERS = {
+    w: str(i)
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "seventeen eighteen nineteen twenty".split()
+    )
+}
+
+
+def normalise(text: str) -> str:
+    words = re.findall(r"[a-z0-9.]+", text.lower())
+    words = [NUMBERS.get(w, w).strip(".") for w in words if w not in ("a", "an", "the")]
+    return " ".join(w for w in words if w)
+
+
+def match(truth: str, answer: str) -> bool:
+    """Normalised truth contained in the normalised answer; for numeric truths, the same numbers."""
+    t, a = normalise(truth), normalise(answer)
+    if not t:
+        return False
+    numbers = re.findall(r"\d+(?:\.\d+)?", t)
+    if numbers and len(numbers) == len(t.split()):
+        return all(n in re.findall(r"\d+(?:\.\d+)?", a) for n in numbers)
+    return re.search(rf"(?:^| ){re.escape(t)}(?: |$)", a) is not None
+
+
+class ModelJudge:
+    def __init__(self, config: OpenAIConfig) -> None:
+        self.reasoner = OpenAIReasoner(config)
+
+    def __call__(self, question: str, truth: str, answer: str) -> bool:
+        prompt = JUDGE_PROMPT.format(question=question, truth=truth, answer=answer)
+        for _ in range(self.reasoner.config.reasks + 1):
+            reply = strip_reasoning(self.reasoner.complete([{"role": "user", "content": prompt}])).strip().lower()
+            if reply.startswith("yes"):
+                return True
+            if reply.startswith("no"):
+                return False
+        raise ReasonerError("MODEL_ERROR", f"judge replied neither Yes nor No: {reply[:80]!r}")
+
+
+def read_items(path: str) -> list[dict]:
+    """JSON lines from a file or stdin ('-'); a bad line is a ValueError naming its number."""
+    if path == "-":
+        lines = sys.stdin.read().splitlines()
+    else:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    items = []
+    for number, line in enumerate(lines, 1):
+        if line.strip():
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"line {number} is not JSON ({error.msg})") from error
+            if not isinstance(item, dict):
+                raise ValueError(f"line {number} is not a JSON object")
+            items.append(item)
+    return items
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="m3 judge", description=__doc__.splitlines()[0])
+    parser.add_argument("--question", default="", help="the question asked")
+    parser.add_argument("--truth", help="the ground-truth answer")
+    parser.add_argument("--answer", help="the agent's answer")
+    parser.add_argument("--file", help="JSON lines with question, ground_truth (or truth) and answer; '-' = stdin")
+    parser.add_argument("--endpoint", default="", help="OpenAI-compatible base URL; empty: normalised match")
+    parser.add_argument("--model", default="gpt-4o", help="judge model name (default gpt-4o, as the reference)")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable with the API key")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per judge reply")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.file:
+        try:
+            items = read_items(args.file)
+        except (OSError, ValueError) as error:
+            print(f"m3 judge: error: {args.file}: {error}", file=sys.stderr)
+            return 2
+    elif args.truth is not None and args.answer is not None:
+        items = [{"question": args.question, "ground_truth": args.truth, "answer": args.answer}]
+    else:
+        print("m3 judge: error: give --truth and --answer, or --file", file=sys.stderr)
+        return 2
+    if args.endpoint:
+        config = OpenAIConfig(
+            endpoint=args.endpoint,
+            model=args.model,
+            temperature=0.0,
+            top_p=1.0,
+            max_tokens=16,
+            timeout_s=args.timeout,
+            api_key=os.environ.get(args.api_key_env, ""),
+        )
+        judge, method = ModelJudge(config), f"model:{args.model}"
+    else:
+        judge, method = (lambda q, t, a: match(t, a)), "normalised-match"
+    correct = 0
+    for item in items:
+        truth = item.get("ground_truth", item.get("truth", ""))
+        try:
+            verdict = judge(item.get("question", ""), truth, item.get("answer", ""))
+        except ReasonerError as error:
+            print(f"m3 judge: error: {error.code}: {error}", file=sys.stderr)
+            return 1
+        correct += verdict
+        print(json.dumps({**item, "correct": verdict, "method": method}))
+    print(
+        json.dumps(
+            {"method": method, "items": len(items), "correct": correct, "accuracy": correct / max(1, len(items))}
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

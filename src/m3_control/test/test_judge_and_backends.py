@@ -1,0 +1,79 @@
+"""The judge (model and normalised-match modes) and back-end selection."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fixtures import ChatServer
+
+from m3_control import judge
+from m3_control.backends import make_reasoner
+from m3_control.extractive_reasoner import ExtractiveReasoner
+from m3_control.openai_reasoner import OpenAIReasoner
+from m3_control.skills import load_skills
+
+
+def lines(capsys) -> list[dict]:
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+
+def test_normalised_match_is_labelled(capsys):
+    assert judge.main(["--truth", "three", "--answer", "I saw 3 cups."]) == 0
+    item, summary = lines(capsys)
+    assert item["correct"] is True and summary["method"] == "normalised-match"
+    assert judge.match("the drawer", "In the hallway drawer.")
+    assert not judge.match("the drawer", "It is on the shelf.")
+    assert not judge.match("4", "There were 14 cups.")
+    assert not judge.match("Alice", "Bob put them there.")
+
+
+def test_model_judge_over_local_server(tmp_path, capsys):
+    data = tmp_path / "items.jsonl"
+    data.write_text(
+        json.dumps({"question": "Where are the keys?", "ground_truth": "drawer", "answer": "In the drawer."})
+        + "\n"
+        + json.dumps({"question": "Who took them?", "ground_truth": "Alice", "answer": "Bob did."})
+        + "\n"
+    )
+    with ChatServer(["<think>It says drawer.</think>Yes", "No."]) as server:
+        code = judge.main(["--file", str(data), "--endpoint", server.endpoint, "--model", "judge-test"])
+    assert code == 0
+    first, second, summary = lines(capsys)
+    assert (first["correct"], second["correct"]) == (True, False)
+    assert summary == {"method": "model:judge-test", "items": 2, "correct": 1, "accuracy": 0.5}
+    prompt = server.requests[0]["messages"][0]["content"]
+    assert "Ground Truth Answer: drawer" in prompt and server.requests[0]["temperature"] == 0.0
+
+    with ChatServer(["Maybe."] * 3) as server:
+        assert judge.main(["--truth", "x", "--answer", "y", "--endpoint", server.endpoint]) == 1
+    assert "neither Yes nor No" in capsys.readouterr().err
+
+
+def test_judge_bad_input(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"answer": "x"}\nnot json\n')
+    assert judge.main(["--file", str(bad)]) == 2
+    assert "line 2 is not JSON" in capsys.readouterr().err
+    assert judge.main([]) == 2
+
+
+def test_backend_selection():
+    skills = load_skills()
+    assert isinstance(make_reasoner("extractive", skills)[0], ExtractiveReasoner)
+    reasoner, prompt = make_reasoner("openai", skills)
+    assert isinstance(reasoner, OpenAIReasoner) and "look_at" in prompt
+    with pytest.raises(ValueError, match="unknown backend"):
+        make_reasoner("gpt", skills)
+    with pytest.raises(FileNotFoundError, match="no_such_prompt"):
+        make_reasoner("openai", skills, system_prompt_file="/tmp/no_such_prompt.txt")
+
+
+def test_vllm_backend_names_the_missing_package():
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="'vllm'"):
+            make_reasoner("vllm", load_skills(), vllm_model="/models/M3-Agent-Control")
+    else:
+        pytest.skip("vllm is installed: the guard does not apply")
