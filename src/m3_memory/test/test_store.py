@@ -1,0 +1,150 @@
+"""The SQLite store: schema versioning, unreadable stores, integrity check, JSON export, pickle import."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import sqlite3
+import sys
+import types
+
+import pytest
+from m3mem_evidence import clip, face, match, voice
+
+from m3_memory.errors import SchemaVersionError, StoreError
+from m3_memory.memory import Memory
+from m3_memory.reference_import import UntrustedPickleError, import_reference, load_reference_pickle
+from m3_memory.store import DB_FILE, SCHEMA_FILE, SCHEMA_VERSION, MemoryStore
+
+
+def test_new_store_layout(tmp_path):
+    store = MemoryStore(str(tmp_path / "m"))
+    assert json.loads((tmp_path / "m" / SCHEMA_FILE).read_text())["schema_version"] == SCHEMA_VERSION
+    assert store.conn().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store.schema_version == SCHEMA_VERSION
+    assert store.integrity_check() == []
+    store.close()
+
+
+def test_newer_schema_is_refused_and_left_untouched(tmp_path):
+    path = tmp_path / "m"
+    MemoryStore(str(path)).close()
+    conn = sqlite3.connect(path / DB_FILE)
+    conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION + 1),))
+    conn.commit()
+    conn.close()
+    before = (path / DB_FILE).read_bytes()
+    with pytest.raises(SchemaVersionError, match="newer"):
+        MemoryStore(str(path))
+    assert (path / DB_FILE).read_bytes() == before
+    # the schema.json file alone is enough to refuse
+    other = tmp_path / "n"
+    other.mkdir()
+    (other / SCHEMA_FILE).write_text(json.dumps({"format": "m3_memory", "schema_version": SCHEMA_VERSION + 5}))
+    with pytest.raises(SchemaVersionError):
+        MemoryStore(str(other))
+    assert not (other / DB_FILE).exists()
+
+
+def test_unreadable_store(tmp_path):
+    path = tmp_path / "m"
+    path.mkdir()
+    (path / DB_FILE).write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match="unreadable"):
+        MemoryStore(str(path))
+
+
+def test_integrity_check_finds_damage_and_export(memory):
+    memory.ingest(
+        clip(0, faces=[face("face_1", 1, crop=b"\xff\xd8jpeg")], voices=[voice("voice_1", 2, 4, "I like tea")],
+             matches=[match("face_1", "voice_1", 4)])
+    )  # fmt: skip
+    assert memory.store.integrity_check() == []
+    data = memory.store.export_json()
+    json.dumps(data)  # JSON-ready
+    assert [c["clip_index"] for c in data["clips"]] == [0]
+    assert {n["text"] for n in data["text_nodes"]} >= {"<face_1> is seen.", "<voice_1> likes tea."}
+    assert data["aliases"] == [{"old_id": "person_2", "new_id": "person_1", "clip_index": 0, "reason": "equivalence"}]
+    assert "embedding" not in data["text_nodes"][0]
+    conn = memory.store.conn()
+    conn.execute("DELETE FROM entities WHERE entity_id='person_1'")
+    problems = memory.store.integrity_check()
+    assert any("alias to unknown entity" in p for p in problems)
+    assert any("face/voice without person" in p for p in problems)
+
+
+# -- reference pickles ----------------------------------------------------------------------------
+def _reference_module() -> types.ModuleType:
+    """A stand-in for the reference's mmagent.videograph with the same class layout."""
+    module = types.ModuleType("mmagent.videograph")
+
+    class VideoGraph:
+        class Node:
+            def __init__(self, node_id, node_type):
+                self.id, self.type, self.embeddings, self.metadata = node_id, node_type, [], {}
+
+        def __init__(self):
+            self.nodes, self.edges, self.text_nodes, self.next_node_id = {}, {}, [], 0
+
+    VideoGraph.__module__ = "mmagent.videograph"
+    VideoGraph.__qualname__ = "VideoGraph"
+    VideoGraph.Node.__module__ = "mmagent.videograph"
+    VideoGraph.Node.__qualname__ = "VideoGraph.Node"
+    module.VideoGraph = VideoGraph
+    return module
+
+
+def _write_reference_pickle(path) -> None:
+    import numpy as np
+
+    module = _reference_module()
+    sys.modules.setdefault("mmagent", types.ModuleType("mmagent"))
+    sys.modules["mmagent.videograph"] = module
+    try:
+        graph = module.VideoGraph()
+        for nid, kind in ((0, "img"), (1, "voice")):
+            node = module.VideoGraph.Node(nid, kind)
+            node.embeddings = [np.ones(4, dtype=np.float32)]
+            node.metadata = {"contents": ["crop"]}
+            graph.nodes[nid] = node
+        for nid, (kind, text, clip_id) in enumerate(
+            [("episodic", "<face_0> opens the fridge.", 0), ("semantic", "Equivalence: <face_0>, <voice_1>", 0),
+             ("episodic", "<voice_1> says the milk is gone.", 1)], start=2):  # fmt: skip
+            node = module.VideoGraph.Node(nid, kind)
+            node.metadata = {"contents": [text], "timestamp": clip_id}
+            graph.nodes[nid] = node
+        with open(path, "wb") as handle:
+            pickle.dump(graph, handle)
+    finally:
+        del sys.modules["mmagent.videograph"]
+
+
+def test_reference_pickle_import(tmp_path, embedder):
+    path = tmp_path / "video.pkl"
+    _write_reference_pickle(path)
+    mem = Memory.open(str(tmp_path / "m"), embedder)
+    with pytest.raises(UntrustedPickleError, match="trusted"):
+        import_reference(mem, str(path))
+    summary = import_reference(mem, str(path), trusted=True)
+    assert (summary.clips, summary.memories, summary.faces, summary.voices) == (2, 3, 1, 1)
+    stored = sorted(n.text for n in mem.graph.text.values())
+    assert stored == [
+        "<face_1> opens the fridge.",
+        "<voice_1> says the milk is gone.",
+        "Equivalence: <face_1>, <voice_1>",
+    ]
+    assert mem.store.integrity_check() == []
+    mem.close()
+
+
+class _Exploit:
+    def __reduce__(self):
+        return (os.system, ("echo pwned > /dev/null",))
+
+
+def test_restricted_unpickler_refuses_code(tmp_path):
+    path = tmp_path / "evil.pkl"
+    path.write_bytes(pickle.dumps(_Exploit()))
+    with pytest.raises(UntrustedPickleError, match="allow-list"):
+        load_reference_pickle(str(path), trusted=True)
