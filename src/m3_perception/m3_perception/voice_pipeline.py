@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -70,11 +71,15 @@ class VoicePipeline:
         self.clock = StreamClock()
         self.embedding_model = EMBEDDING_MODEL
         self._next_segment = 1
+        self.timings_ms: dict[str, float] = {"vad": 0.0, "speaker": 0.0, "asr": 0.0}  # totals, for the bench
 
     def feed(self, samples: np.ndarray, stamp: float) -> list[VoiceEvent]:
         """Add one decoded chunk (mono float32 16 kHz) captured at `stamp`; return finished utterances."""
         self.clock.add_chunk(stamp, len(samples))
-        return [self._finish(u) for u in self.segmenter.feed(samples)]
+        t0 = time.perf_counter()
+        utterances = self.segmenter.feed(samples)
+        self.timings_ms["vad"] += (time.perf_counter() - t0) * 1000
+        return [self._finish(u) for u in utterances]
 
     def flush(self) -> list[VoiceEvent]:
         return [self._finish(u) for u in self.segmenter.flush()]
@@ -83,12 +88,17 @@ class VoicePipeline:
         x = u.samples
         if len(x) < MIN_SAMPLES:
             x = np.pad(x, (0, MIN_SAMPLES - len(x)))
+        t0 = time.perf_counter()
         emb = self.encoder.encode(x)
+        t1 = time.perf_counter()
+        self.timings_ms["speaker"] += (t1 - t0) * 1000
         start, end = self.clock.time_of(u.start), self.clock.time_of(u.end)
         voice_id, created = self.clusters.assign(emb, start)
         ident = self.clusters.identities[voice_id]
         ident.last_seen = max(ident.last_seen, end)
+        t2 = time.perf_counter()
         text = self.asr.transcribe(u.samples) if self.asr is not None else Transcript("", 0.0)
+        self.timings_ms["asr"] += (time.perf_counter() - t2) * 1000
         ev = VoiceEvent(self._next_segment, voice_id, start, end, text, emb, created)
         self._next_segment += 1
         return ev
