@@ -1,0 +1,105 @@
+"""Pure logic without models: name and fact extraction of the rules memorizer, clip windows."""
+
+from __future__ import annotations
+
+import pytest
+from m3mem_evidence import S, face, match, voice
+
+from m3_memory.clip_window import ClipWindows
+from m3_memory.records import ClipEvidence
+from m3_memory.rules_memorizer import RulesMemorizer, names_in, self_facts
+
+
+@pytest.mark.parametrize(
+    ("transcript", "own", "others"),
+    [
+        ("I'm Alice.", ["Alice"], []),
+        ("hi i'm alice", ["Alice"], []),
+        ("hello everyone my name is carol and I like tea", ["Carol"], []),
+        ("call me Dave please", ["Dave"], []),
+        ("this is Bob, he works here", [], ["Bob"]),
+        ("thanks, Carol", [], ["Carol"]),
+        ("thank you very much", [], []),
+        ("i'm tired", [], []),
+        ("I'm going home", [], []),
+        ("hi there", [], []),
+    ],
+)
+def test_names_in(transcript, own, others):
+    assert names_in(transcript) == (own, others)
+
+
+@pytest.mark.parametrize(
+    ("transcript", "facts"),
+    [
+        ("I like green tea", ["<voice_1> likes green tea."]),
+        ("I put the keys in the drawer.", ["<voice_1> put the keys in the drawer."]),
+        ("I usually drink coffee with my breakfast", ["<voice_1> usually drinks coffee with their breakfast."]),
+        ("my favourite colour is blue", ["The favourite colour of <voice_1> is blue."]),
+        ("I am allergic to peanuts", ["<voice_1> is allergic to peanuts."]),
+        ("do I like tea?", []),
+        ("I think so", []),
+        ("the weather is nice", []),
+    ],
+)
+def test_self_facts(transcript, facts):
+    assert self_facts(transcript, "<voice_1>") == facts
+
+
+def test_rules_memorizer_is_deterministic_and_tags_memory_ids():
+    clip = ClipEvidence(
+        0, 0, 30 * S,
+        faces=[face("face_7", 2.0), face("face_8", 1.0)],
+        voices=[voice("voice_3", 3, 4, "I'm Alice. Thanks, Bob"), voice("voice_3", 5, 6, "")],
+        matches=[match("face_7", "voice_3", 5)],
+    )  # fmt: skip
+    ids = {"face_7": "face_1", "face_8": "face_2", "voice_3": "voice_1"}
+    out = RulesMemorizer().memorize(clip, ids, lambda e: None)
+    assert [d.text for d in out.drafts] == [
+        "<face_2> is seen.",
+        "<face_1> is seen.",
+        "Equivalence: <face_1>, <voice_1>",
+        '<voice_1> says: "I\'m Alice. Thanks, Bob"',
+        "<voice_1> is called Alice.",
+        "<face_2> is called Bob.",
+    ]
+    assert out.names == [("voice_1", "Alice"), ("face_2", "Bob")]
+    assert out.equivalences == [("face_1", "voice_1", 0.9, 3)]
+    assert [d.text for d in RulesMemorizer().memorize(clip, ids, lambda e: None).drafts] == [d.text for d in out.drafts]
+
+
+def test_addressing_is_not_guessed_with_two_listeners():
+    clip = ClipEvidence(
+        0, 0, 30 * S,
+        faces=[face("face_1", 1.0), face("face_2", 1.0), face("face_3", 1.0)],
+        voices=[voice("voice_1", 3, 4, "thanks, Bob")],
+        matches=[match("face_1", "voice_1", 5)],
+    )  # fmt: skip
+    ids = {p: p for p in ("face_1", "face_2", "face_3", "voice_1")}
+    out = RulesMemorizer().memorize(clip, ids, lambda e: None)
+    assert out.names == []
+
+
+def test_clip_windows_close_on_stream_time_and_flush():
+    windows = ClipWindows(clip_seconds=10, first_index=5, close_delay_s=1)
+    assert windows.add(face("face_1", 100.0)) == []
+    assert windows.add(voice("voice_1", 108, 110.5, "hi")) == []
+    assert windows.add(face("face_1", 110.5)) == []  # within the close delay: still the first window
+    closed = windows.add(face("face_1", 111.2))
+    assert [(c.clip_index, c.start_ns, c.end_ns, len(c.faces), len(c.voices)) for c in closed] == [
+        (5, 100 * S, 110 * S, 2, 1)
+    ]
+    closed = windows.add(face("face_2", 135.0))  # skips empty windows; indexes follow stream time
+    assert [c.clip_index for c in closed] == [6]
+    late = windows.add(face("face_3", 101.0))  # late evidence joins the open window, not lost
+    assert late == []
+    closed = windows.flush()
+    assert [(c.clip_index, [f.face_id for f in c.faces]) for c in closed] == [(8, ["face_2", "face_3"])]
+    assert windows.flush() == []
+
+
+def test_clip_windows_tick():
+    windows = ClipWindows(clip_seconds=30)
+    windows.add(face("face_1", 5.0))  # windows start at the first evidence of the run
+    assert windows.tick(34 * S) == []
+    assert [c.clip_index for c in windows.tick(35 * S)] == [0]
