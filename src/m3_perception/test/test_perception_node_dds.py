@@ -20,6 +20,7 @@ from std_msgs.msg import Header
 from m3_interfaces.msg import AudioChunk, EntityMatch, FaceTracks, IdentityList, VoiceSegment
 from m3_perception.audio_codec import encode_s16le
 from m3_perception.image_codec import encode_jpeg, encode_raw_rgb8
+from m3_perception.metrics import wer
 from m3_perception.perception_node import PerceptionNode, to_sec, to_time
 from m3_perception.synthetic import compose, face_photos, speak
 
@@ -36,16 +37,6 @@ SCENES = [
     ([("astronaut", 350, 60, 1.1)], "slt", SLT_2),
     ([("hopper", 150, 80, 0.8)], "kal", KAL_2),
 ]
-
-
-def wer(ref: str, hyp: str) -> float:
-    r, h = ref.split(), hyp.split()
-    d = list(range(len(h) + 1))
-    for i in range(1, len(r) + 1):
-        prev, d = d, [i] + [0] * len(h)
-        for j in range(1, len(h) + 1):
-            d[j] = min(prev[j] + 1, d[j - 1] + 1, prev[j - 1] + (r[i - 1] != h[j - 1]))
-    return d[len(h)] / max(1, len(r))
 
 
 class Recorder(Node):

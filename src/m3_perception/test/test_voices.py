@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from m3_perception.asr import PocketsphinxAsr
+from m3_perception.metrics import wer
 from m3_perception.model_files import ModelFileMissing
 from m3_perception.synthetic import speak
 from m3_perception.utterances import RATE, SegmenterParams, UtteranceSegmenter
@@ -28,20 +29,6 @@ def speech() -> list[np.ndarray]:
 @pytest.fixture(scope="module")
 def models() -> tuple[SileroVad, VoiceEncoder, PocketsphinxAsr]:
     return SileroVad(), VoiceEncoder(), PocketsphinxAsr()
-
-
-def _words(s: str) -> list[str]:
-    return s.lower().split()
-
-
-def wer(ref: str, hyp: str) -> float:
-    r, h = _words(ref), _words(hyp)
-    d = np.arange(len(h) + 1, dtype=float)
-    for i in range(1, len(r) + 1):
-        prev, d[0] = d.copy(), i
-        for j in range(1, len(h) + 1):
-            d[j] = min(prev[j] + 1, d[j - 1] + 1, prev[j - 1] + (r[i - 1] != h[j - 1]))
-    return float(d[len(h)] / max(1, len(r)))
 
 
 def test_vad_separates_speech_from_silence(models, speech) -> None:

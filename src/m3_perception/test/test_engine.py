@@ -1,0 +1,87 @@
+"""Engine scheduling without ROS: stream-time rate limit, frame drops while busy, errors survive.
+
+The face pipeline here is a slow stand-in object (the real one is covered in test_faces and the
+DDS test); what is checked is the engine's own scheduling.
+"""
+
+import threading
+import time
+
+import numpy as np
+
+from m3_perception.engine import EngineCallbacks, PerceptionEngine
+from m3_perception.face_pipeline import FaceObs
+from m3_perception.face_voice_matcher import FaceVoiceMatcher
+from m3_perception.identity_clusters import IdentityClusters
+
+
+class SlowFaces:
+    def __init__(self, gate: threading.Event) -> None:
+        self.gate = gate
+        self.clusters = IdentityClusters("face", 0.4)
+        self.stamps: list[float] = []
+
+    def process(self, rgb: np.ndarray, stamp: float) -> list[FaceObs]:
+        self.gate.wait(5.0)
+        if rgb.shape[0] == 1:
+            raise RuntimeError("broken frame")
+        self.stamps.append(stamp)
+        return []
+
+
+def _engine(faces, errors: list, rate: float = 5.0) -> PerceptionEngine:
+    cb = EngineCallbacks(
+        on_faces=lambda *a: None,
+        on_voice=lambda e: None,
+        on_match=lambda c: None,
+        on_identities=lambda *a: None,
+        on_error=lambda what, e: errors.append((what, str(e))),
+    )
+    return PerceptionEngine(faces, None, FaceVoiceMatcher(), cb, face_rate_hz=rate)
+
+
+def _wait_idle(engine: PerceptionEngine) -> None:
+    end = time.monotonic() + 5.0
+    while not engine.idle() and time.monotonic() < end:
+        time.sleep(0.01)
+
+
+def test_rate_limit_on_stream_time() -> None:
+    gate = threading.Event()
+    gate.set()
+    faces = SlowFaces(gate)
+    eng = _engine(faces, [])
+    img = np.zeros((4, 4, 3), np.uint8)
+    try:
+        for k in range(10):  # 10 frames at 20 Hz stream time → 5 Hz keeps every 4th
+            t = 100.0 + k * 0.05
+            if eng.frame_wanted(t):
+                eng.submit_frame(t, img)
+                _wait_idle(eng)
+        assert faces.stamps == [100.0, 100.2, 100.4]
+        assert eng.stats.frames_skipped_rate == 7 and eng.stats.frames_dropped == 0
+    finally:
+        eng.close()
+
+
+def test_frames_dropped_while_busy_and_errors_do_not_stop_work() -> None:
+    gate = threading.Event()
+    faces = SlowFaces(gate)
+    errors: list = []
+    eng = _engine(faces, errors)
+    img = np.zeros((4, 4, 3), np.uint8)
+    try:
+        eng.submit_frame(1.0, img)
+        time.sleep(0.2)  # the worker has taken frame 1.0 and waits on the gate
+        for t in (2.0, 3.0, 4.0):
+            eng.submit_frame(t, img)  # 2.0 and 3.0 are replaced by newer frames
+        gate.set()
+        _wait_idle(eng)
+        assert faces.stamps == [1.0, 4.0] and eng.stats.frames_dropped == 2
+        eng.submit_frame(5.0, np.zeros((1, 4, 3), np.uint8))
+        _wait_idle(eng)
+        eng.submit_frame(6.0, img)
+        _wait_idle(eng)
+        assert errors == [("face processing failed", "broken frame")] and faces.stamps[-1] == 6.0
+    finally:
+        eng.close()
