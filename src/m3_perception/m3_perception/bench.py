@@ -27,8 +27,9 @@ LINES = [
     "we need more milk and some bread",
     "the printer in the hall is broken again",
 ]
-# Layouts that mediapipe detects reliably (each person's scale/position, 640x480 canvas).
-SLOTS = [(20, 60, 0.8), (380, 100, 1.3), (230, 40, 1.0)]
+# Two non-overlapping places on a 640x480 canvas, and a per-person scale giving faces of 70–150 px.
+SLOTS = [(20, 60), (350, 90)]
+SCALE = {"astronaut": 1.1, "hopper": 0.8, "cameraman": 1.3}
 
 
 def build_episode(duration: float, fps: float, seed: int) -> tuple[list, np.ndarray, list]:
@@ -48,7 +49,8 @@ def build_episode(duration: float, fps: float, seed: int) -> tuple[list, np.ndar
         placements = []
         rects = []
         for person, s in zip(present, slots, strict=True):
-            x, y, scale = SLOTS[s]
+            x, y = SLOTS[s]
+            scale = SCALE[person]
             x += int(rng.integers(-10, 10))
             placements.append((person, x, y, scale))
             ph = photos[person]
@@ -72,7 +74,7 @@ def build_episode(duration: float, fps: float, seed: int) -> tuple[list, np.ndar
 
 def _label(box: tuple[float, float, float, float], rects: list) -> str | None:
     cx, cy = box[0] + box[2] / 2, box[1] + box[3] / 2
-    for person, (x, y, w, h) in rects:
+    for person, (x, y, w, h) in reversed(rects):  # later photos are pasted on top
         if x <= cx <= x + w and y <= cy <= y + h:
             return person
     return None

@@ -70,9 +70,9 @@ def _merge(dets: list[FaceDetection], max_iou: float) -> list[FaceDetection]:
 class FaceEncoder:
     """mediapipe detector + dlib 5-point alignment + dlib ResNet embedding.
 
-    detector "auto" runs the short-range and the full-range model and merges their boxes
-    (non-maximum suppression): the short-range model misses small/far faces in a wide frame,
-    the full-range one is less precise on close faces.
+    detector "auto" runs the full-range and the short-range model and adds short-range boxes
+    where the full-range model found nothing: the short-range model misses small/far faces in a
+    wide frame, the full-range one occasionally misses large close faces.
     """
 
     def __init__(
@@ -121,7 +121,14 @@ class FaceEncoder:
             return self._run(self._short, rgb)
         if self._mode == "full":
             return self._run(self._full, rgb)
-        return _merge(self._run(self._short, rgb) + self._run(self._full, rgb), self.nms_iou)
+        # Full-range boxes first, short-range ones only where full-range found nothing: the two
+        # models place boxes differently, and a consistent box keeps dlib's alignment (and so the
+        # embedding of one person) consistent from frame to frame.
+        from m3_perception.iou_tracker import iou
+
+        full = _merge(self._run(self._full, rgb), self.nms_iou)
+        extra = [d for d in self._run(self._short, rgb) if all(iou(d.box, f.box) <= self.nms_iou for f in full)]
+        return full + _merge(extra, self.nms_iou)
 
     def _run(self, model: object, rgb: np.ndarray) -> list[FaceDetection]:
         h, w = rgb.shape[:2]

@@ -13,6 +13,21 @@ from m3_perception.image_codec import encode_jpeg
 from m3_perception.iou_tracker import IouTracker
 
 
+def _thumbnail(rgb: np.ndarray, box: tuple[float, float, float, float]) -> np.ndarray:
+    """16x16 grey thumbnail of the face box, zero-mean unit-variance (cheap appearance signature)."""
+    import cv2
+
+    x, y, w, h = (int(v) for v in box)
+    crop = rgb[max(0, y) : max(0, y) + max(1, h), max(0, x) : max(0, x) + max(1, w)]
+    g = cv2.resize(cv2.cvtColor(crop, cv2.COLOR_RGB2GRAY), (16, 16), interpolation=cv2.INTER_AREA).astype(np.float32)
+    g -= g.mean()
+    return g / max(float(g.std()), 1e-6)
+
+
+def _corr(a: np.ndarray, b: np.ndarray) -> float:
+    return float((a * b).mean())
+
+
 @dataclass
 class FaceObs:
     """One face in one frame, as published in FaceTracks."""
@@ -36,6 +51,7 @@ class FaceParams:
     max_exemplars: int = 20
     max_crops: int = 3
     send_crops: bool = True  # attach a JPEG crop to embedded observations
+    appearance_min_corr: float = 0.6  # a track's face thumbnail correlating less than this forces an embedding
 
 
 class FacePipeline:
@@ -58,7 +74,17 @@ class FacePipeline:
         out: list[FaceObs] = []
         for det, (track, is_new) in zip(dets, tracked, strict=True):
             track.frames_since_embed += 1
-            due = is_new or track.track_id not in self.track_ids or track.frames_since_embed >= self.p.reembed_every_n
+            thumb = _thumbnail(rgb, det.box)
+            # A cut or a person swap at the same place keeps the IoU track alive: a sudden change of
+            # appearance forces an embedding, which then decides whether the track is still that person.
+            changed = track.thumb is not None and _corr(track.thumb, thumb) < self.p.appearance_min_corr
+            track.thumb = thumb
+            due = (
+                is_new
+                or changed
+                or track.track_id not in self.track_ids
+                or track.frames_since_embed >= self.p.reembed_every_n
+            )
             obs = FaceObs("", track.track_id, det.box, det.score, 0.0)
             if due:
                 track.frames_since_embed = 0
@@ -72,11 +98,17 @@ class FacePipeline:
                     face_id, obs.new_identity = self.clusters.assign(emb, stamp)
                     self.track_ids[track.track_id] = face_id
                 else:
-                    # A track keeps its id; a re-embedding only enriches that identity when it agrees.
-                    near, dist = self.clusters.nearest(emb)
-                    if near == face_id and dist <= self.p.match_distance:
+                    # A track keeps its id while re-embeddings agree (they enrich the identity); when one
+                    # disagrees, the tracker followed a different person: that becomes a new track.
+                    own = self.clusters.distance(face_id, emb)
+                    if own <= self.p.match_distance:
                         self.clusters.add_exemplar(self.clusters.identities[face_id], emb)
-                    self.clusters.observe(face_id, stamp)
+                        self.clusters.observe(face_id, stamp)
+                    else:
+                        track = self.tracker.split(track)
+                        obs.track_id = track.track_id
+                        face_id, obs.new_identity = self.clusters.assign(emb, stamp)
+                        self.track_ids[track.track_id] = face_id
                 jpeg = encode_jpeg(crop_face(rgb, det), 85)
                 self.clusters.add_crop(face_id, det.quality, jpeg)
                 if self.p.send_crops:

@@ -44,6 +44,11 @@ class IdentityClusters:
         self.max_crops = max_crops
         self.identities: dict[str, IdentityState] = {}
 
+    def distance(self, ident_id: str, emb: np.ndarray) -> float:
+        """Distance of `emb` to one identity (min over its exemplars)."""
+        ex = self.identities[ident_id].exemplars
+        return float(np.min(np.linalg.norm(np.stack(ex) - emb, axis=1)))
+
     def nearest(self, emb: np.ndarray) -> tuple[str | None, float]:
         """Closest identity and its distance (min over exemplars); (None, inf) when empty."""
         best, best_d = None, float("inf")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 Box = tuple[float, float, float, float]  # x, y, w, h in px
 
 
@@ -24,6 +26,7 @@ class Track:
     last_seen: float
     hits: int = 1
     frames_since_embed: int = 0
+    thumb: np.ndarray | None = None  # appearance signature kept by the face pipeline
 
 
 class IouTracker:
@@ -34,6 +37,14 @@ class IouTracker:
         self.max_age_s = max_age_s
         self.tracks: dict[int, Track] = {}
         self._next_id = 1
+
+    def split(self, track: Track) -> Track:
+        """End `track` and continue its box under a new track id (another person took its place)."""
+        del self.tracks[track.track_id]
+        new = Track(self._next_id, track.box, track.last_seen, 1, 0, track.thumb)
+        self._next_id += 1
+        self.tracks[new.track_id] = new
+        return new
 
     def update(self, boxes: list[Box], stamp: float) -> list[tuple[Track, bool]]:
         """Return (track, is_new) per box, in the order of `boxes`."""

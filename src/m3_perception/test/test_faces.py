@@ -114,3 +114,15 @@ def test_pipeline_stable_ids_and_reidentification(encoder: FaceEncoder, photos: 
     # A periodic re-embedding happened on tracked faces (entry + every 3rd frame).
     embedded = [o for s in seen for o in s.values() if o.embedding.size]
     assert 3 < len(embedded) < 12
+
+
+def test_person_swap_in_place_splits_the_track(encoder: FaceEncoder, photos: dict[str, np.ndarray]) -> None:
+    """A cut where another person stands where the last one was: IoU alone would keep the track."""
+    pipe = FacePipeline(encoder, FaceParams(reembed_every_n=100))
+    a = pipe.process(compose(photos, [("hopper", 20, 60, 0.8)]), 0.0)
+    b = pipe.process(compose(photos, [("hopper", 20, 60, 0.8)]), 0.2)
+    c = pipe.process(compose(photos, [("astronaut", 40, 60, 1.2)]), 0.4)
+    assert len(a) == len(b) == len(c) == 1
+    assert b[0].track_id == a[0].track_id and b[0].embedding.size == 0  # unchanged: not re-embedded
+    assert c[0].embedding.size == 128 and c[0].track_id != a[0].track_id
+    assert c[0].face_id != a[0].face_id and c[0].new_identity
