@@ -1,0 +1,17 @@
+"""The bench command end to end on a short episode: JSON as the last stdout line, sane figures."""
+
+import json
+
+from m3_perception.bench import main
+
+
+def test_bench_prints_json_figures(capsys) -> None:
+    assert main(["--duration", "10", "--fps", "2", "--seed", "3"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    fig = json.loads(out[-1])
+    for key in ("realtime_factor", "stage_ms_total", "face_pairwise_f1", "voice_pairwise_f1", "asr_wer"):
+        assert key in fig
+    assert fig["utterances_found"] == fig["utterances_true"] == 2
+    assert fig["face_pairwise_f1"] == 1.0 and fig["faces_missed"] == 0
+    assert 0.0 <= fig["asr_wer"] <= 1.0 and fig["realtime_factor"] > 0
+    assert set(fig["stage_ms_total"]) == {"face_detect", "face_embed", "vad", "speaker", "asr"}
