@@ -37,8 +37,8 @@ class GraphConfig:
 
     reinforce_threshold: float = 0.85  # cosine above which a semantic memory reinforces an existing one
     weaken_threshold: float = 0.0  # cosine below which it weakens an existing one about the same entities
-    face_match_threshold: float = 0.82  # cosine for a new perception face id to join a stored face
-    voice_match_threshold: float = 0.75  # cosine for a new perception voice id to join a stored voice
+    face_match_threshold: float = 0.93  # cosine for a new perception face id to join a stored face (dlib: others 0.88)
+    voice_match_threshold: float = 0.85  # cosine for a new perception voice id to join a stored voice (resemblyzer)
     equivalence_min_confidence: float = 0.5  # EntityMatch confidence needed to unite two persons
     equivalence_min_evidence: int = 1  # EntityMatch evidence_count needed to unite two persons
     max_face_embeddings: int = 10  # per face entity (reference: 10)

@@ -29,6 +29,7 @@ from m3_memory.memory import Memory
 from m3_memory.query_encoders import QueryEncoders
 from m3_memory.records import ClipRecord, FaceEvidence, MatchEvidence, TextNode, VoiceEvidence
 from m3_memory.search import SearchConfig, SearchHit
+from m3_memory.store import MemoryStore
 
 NODE_NAME = "memory_node"
 NS = 1_000_000_000
@@ -76,16 +77,15 @@ PARAMETERS = {
         _float("cosine below which a semantic memory weakens one about the same entities", -1.0, 1.0),
     ),
     "face_match_threshold": (
-        0.82,
+        0.93,
         _float("cosine for a new perception face id to join a stored face entity", -1.0, 1.0),
     ),
     "voice_match_threshold": (
-        0.75,
+        0.85,
         _float("cosine for a new perception voice id to join a stored voice entity", -1.0, 1.0),
     ),
     "equivalence_min_confidence": (0.5, _float("EntityMatch confidence needed to unite two persons", 0.0, 1.0)),
     "equivalence_min_evidence": (1, _int("EntityMatch evidence_count needed to unite two persons", 1, 1000000)),
-    "clip_threshold": (0.5, _float("default search_clip threshold when a request leaves it unset", -1.0, 1.0)),
     "max_query_chars": (1000, _int("longest accepted text query [chars]", 1, 100000)),
     "default_top_k": (10, _int("search_node top_k used by the plain API when none is given", 1, 100)),
     "keyframe_topic": (
@@ -98,7 +98,8 @@ PARAMETERS = {
 class MemoryNode(Node):
     """Thin adapter around m3_memory.memory.Memory."""
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, embedder=None, **kwargs) -> None:
+        """embedder: an already loaded TextEmbedder to share (tests, one-process bring-up); None loads one."""
         super().__init__(NODE_NAME, **kwargs)
         for name, (default, descriptor) in PARAMETERS.items():
             self.declare_parameter(name, default, descriptor)
@@ -116,21 +117,21 @@ class MemoryNode(Node):
             equivalence_min_confidence=p["equivalence_min_confidence"],
             equivalence_min_evidence=p["equivalence_min_evidence"],
         )
-        search_config = SearchConfig(
-            max_query_chars=p["max_query_chars"], default_top_k=p["default_top_k"], clip_threshold=p["clip_threshold"]
-        )
+        search_config = SearchConfig(max_query_chars=p["max_query_chars"], default_top_k=p["default_top_k"])
         memorizer = self._make_memorizer(p, graph_config)
+        store = None
         try:
-            from m3_memory.embedder import TextEmbedder
+            store = MemoryStore(self.memory_dir)  # first: a bad store is reported without loading models
+            if embedder is None:
+                from m3_memory.embedder import TextEmbedder
 
-            embedder = TextEmbedder(p["text_model_path"] or None)
-            self.memory = Memory.open(self.memory_dir, embedder, graph_config, search_config, memorizer)
-        except (StoreError, ValueError) as error:
+                embedder = TextEmbedder(p["text_model_path"] or None)
+            self.memory = Memory(store, embedder, graph_config, search_config, memorizer)
+        except (StoreError, ValueError, ModelMissingError) as error:
             # The node stays up so callers get STORE_UNAVAILABLE with the reason instead of silence.
+            if store is not None:
+                store.close()
             self.store_error = f"memory store {self.memory_dir} unavailable: {error}"
-            self.get_logger().error(self.store_error)
-        except ModelMissingError as error:
-            self.store_error = str(error)
             self.get_logger().error(self.store_error)
         first_index = self.memory.next_clip_index if self.memory else 0
         self.windows = ClipWindows(p["clip_seconds"], first_index, p["clip_close_delay"])
@@ -138,6 +139,8 @@ class MemoryNode(Node):
         evidence_qos = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST, depth=100)
         ingest_group = MutuallyExclusiveCallbackGroup()
         service_group = ReentrantCallbackGroup()
+        # Deep request queues: the default (10) silently drops requests when many clients call at once.
+        service_qos = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST, depth=1000)
         self.clip_pub = self.create_publisher(
             ClipMemory,
             "/m3/memory/clips",
@@ -159,10 +162,15 @@ class MemoryNode(Node):
             self.create_subscription(
                 Image, p["keyframe_topic"], self._on_image, qos_profile_sensor_data, callback_group=ingest_group
             )
-        self.create_service(SearchNode, "/m3/memory/search_node", self._search_node, callback_group=service_group)
-        self.create_service(SearchClip, "/m3/memory/search_clip", self._search_clip, callback_group=service_group)
-        self.create_service(GetEntity, "/m3/memory/get_entity", self._get_entity, callback_group=service_group)
-        self.create_service(GetStats, "/m3/memory/get_stats", self._get_stats, callback_group=service_group)
+        for srv_type, name, callback in (
+            (SearchNode, "search_node", self._search_node),
+            (SearchClip, "search_clip", self._search_clip),
+            (GetEntity, "get_entity", self._get_entity),
+            (GetStats, "get_stats", self._get_stats),
+        ):
+            self.create_service(
+                srv_type, f"/m3/memory/{name}", callback, qos_profile=service_qos, callback_group=service_group
+            )
         self.clips_stored = 0
         self.create_timer(1.0, self._on_tick, callback_group=ingest_group)
         self.get_logger().info(
@@ -255,7 +263,10 @@ class MemoryNode(Node):
                 continue
             if record is not None:
                 self.clips_stored += 1
-                self.clip_pub.publish(self.clip_msg(record))
+                try:
+                    self.clip_pub.publish(self.clip_msg(record))
+                except Exception as error:  # noqa: BLE001 - at shutdown the context may be gone; the clip is stored
+                    self.get_logger().warning(f"clip {record.clip_index} stored but not published: {error}")
                 self.get_logger().info(
                     f"stored clip {record.clip_index}: {len(record.episodic)} episodic, {len(record.semantic)} semantic"
                 )
@@ -420,3 +431,7 @@ def main(args: list[str] | None = None) -> None:
     finally:
         node.destroy_node()  # flushes the open clip before the store closes
         rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,241 @@
+"""memory_node in its own process, driven over real DDS: evidence in, clips out, services, concurrency, flush."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import rclpy
+from builtin_interfaces.msg import Time
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+from m3_interfaces.msg import AudioChunk, ClipMemory, EntityMatch, FaceObservation, FaceTracks, VoiceSegment
+from m3_interfaces.srv import GetEntity, GetStats, SearchClip, SearchNode
+from m3_memory.store import DB_FILE
+
+HERE = Path(__file__).parent
+FACTS = [
+    ("I like green tea", "<voice_1> likes green tea."),
+    ("I put the keys in the drawer", "<voice_1> put the keys in the drawer."),
+    ("I work at the bakery on main street", "<voice_2> works at the bakery on main street."),
+    ("I usually drive a red bicycle", "<voice_2> usually drives a red bicycle."),
+]
+QUERIES = [
+    ["what does the person like to drink", FACTS[0][1]],
+    ["where are the keys", FACTS[1][1]],
+    ["who works at a bakery", FACTS[2][1]],
+    ["what vehicle does someone use", FACTS[3][1]],
+]
+
+
+def stamp(seconds: float) -> Time:
+    return Time(sec=int(seconds), nanosec=round((seconds % 1) * 1e9))
+
+
+@pytest.fixture(scope="module")
+def faces():
+    """Real dlib face embeddings of two real photographs (m3_perception's encoder)."""
+    from matplotlib import cbook
+    from PIL import Image
+    from skimage import data
+
+    from m3_perception.face_encoder import FaceEncoder
+
+    encoder = FaceEncoder()
+    astronaut = data.astronaut()
+    hopper = np.asarray(Image.open(cbook.get_sample_data("grace_hopper.jpg")).convert("RGB"))
+    return {
+        "astronaut": astronaut,
+        "astronaut_emb": list(encoder.encode(astronaut)[0].embedding),
+        "hopper_emb": list(encoder.encode(hopper)[0].embedding),
+    }
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory, faces):
+    memory_dir = tmp_path_factory.mktemp("dds") / "memory"
+    node_proc = subprocess.Popen(
+        [sys.executable, "-m", "m3_memory.memory_node", "--ros-args", "-p", f"memory_dir:={memory_dir}",
+         "-p", "clip_seconds:=10.0", "-p", "clip_close_delay:=0.0"],
+    )  # fmt: skip
+    rclpy.init()
+    client = Node("memory_dds_test")
+    clips: list[ClipMemory] = []
+    latched = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    client.create_subscription(ClipMemory, "/m3/memory/clips", clips.append, latched)
+    pubs = {
+        "faces": client.create_publisher(FaceTracks, "/m3/faces", 100),
+        "voices": client.create_publisher(VoiceSegment, "/m3/voices", 100),
+        "matches": client.create_publisher(EntityMatch, "/m3/entity_matches", 100),
+    }
+
+    def subscribed() -> bool:
+        assert node_proc.poll() is None, "memory_node exited during start-up"
+        return all(p.get_subscription_count() > 0 for p in pubs.values())
+
+    spin_until(client, subscribed, 90)
+    yield {"node": client, "proc": node_proc, "clips": clips, "pubs": pubs, "dir": memory_dir}
+    client.destroy_node()
+    rclpy.try_shutdown()
+    if node_proc.poll() is None:
+        node_proc.kill()
+        node_proc.wait()
+
+
+def spin_until(node: Node, predicate, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        rclpy.spin_once(node, timeout_sec=0.05)
+
+
+def call(node: Node, srv_type, name: str, request):
+    client = node.create_client(srv_type, name)
+    assert client.wait_for_service(timeout_sec=30.0)
+    future = client.call_async(request)
+    spin_until(node, future.done, 60)
+    node.destroy_client(client)
+    return future.result()
+
+
+def publish_face(system, t: float, face_id: str, embedding) -> None:
+    msg = FaceTracks(image_width=512, image_height=512)
+    msg.header.stamp = stamp(t)
+    observation = FaceObservation(face_id=face_id, track_id=1, width=90.0, height=90.0, score=0.95, quality=0.8)
+    observation.embedding, observation.embedding_model, observation.crop_jpeg = (
+        embedding,
+        "dlib_resnet_v1",
+        b"\xff\xd8crop",
+    )
+    msg.faces = [observation]
+    system["pubs"]["faces"].publish(msg)
+
+
+def publish_voice(system, t0: float, t1: float, voice_id: str, text: str) -> None:
+    msg = VoiceSegment(segment_id=int(t0), voice_id=voice_id, start=stamp(t0), end=stamp(t1), transcript=text,
+                       asr_confidence=0.9, language="en", embedding=[0.6, 0.8], embedding_model="test")  # fmt: skip
+    msg.header.stamp = stamp(t1)
+    system["pubs"]["voices"].publish(msg)
+
+
+def test_evidence_becomes_published_clips(system, faces):
+    # clip 0: the astronaut speaks (face_1 + voice_1, matched); clip 1: Grace Hopper speaks
+    publish_face(system, 100.0, "face_1", faces["astronaut_emb"])
+    publish_voice(system, 101.0, 103.0, "voice_1", "hi, I'm Alice. " + FACTS[0][0])
+    publish_voice(system, 104.0, 106.0, "voice_1", FACTS[1][0])
+    match = EntityMatch(id1="face_1", id1_type=EntityMatch.FACE, id2="voice_1", id2_type=EntityMatch.VOICE,
+                        confidence=0.9, evidence_count=2)  # fmt: skip
+    match.header.stamp = stamp(106.5)
+    system["pubs"]["matches"].publish(match)
+    time.sleep(0.5)  # evidence of one window reaches the node before the next window's
+    publish_face(system, 111.0, "face_2", faces["hopper_emb"])  # opens clip 1: clip 0 closes
+    spin_until(system["node"], lambda: len(system["clips"]) >= 1, 60)
+    publish_voice(system, 112.0, 114.0, "voice_2", FACTS[2][0] + ". " + FACTS[3][0])
+    time.sleep(1.0)  # the node is idle again: the utterance is in before the next window opens
+    publish_face(system, 121.0, "face_2", faces["hopper_emb"])  # opens clip 2: clip 1 closes
+    spin_until(system["node"], lambda: len(system["clips"]) >= 2, 60)
+    first, second = system["clips"][:2]
+    assert (first.clip_index, second.clip_index) == (0, 1)
+    assert (first.start.sec, first.end.sec) == (100, 110)
+    texts = [m.text for m in first.episodic + first.semantic]
+    assert "<face_1> is seen." in texts and "Equivalence: <face_1>, <voice_1>" in texts
+    assert FACTS[0][1] in texts and FACTS[1][1] in texts
+    assert {FACTS[2][1], FACTS[3][1]} <= {m.text for m in second.semantic}
+
+
+def test_services_answer_from_another_process(system, faces):
+    node = system["node"]
+    response = call(node, SearchClip, "/m3/memory/search_clip", SearchClip.Request(query="where are the keys?"))
+    assert response.error_code == SearchClip.Response.OK
+    assert [c.clip_index for c in response.clips] == [0]
+    assert "Alice put the keys in the drawer." in [m.text for m in response.clips[0].semantic]
+    response = call(node, GetEntity, "/m3/memory/get_entity", GetEntity.Request(entity_id="person_2"))
+    assert response.error_code == GetEntity.Response.OK
+    assert (response.entity.entity_id, response.entity.name) == ("person_1", "Alice")
+    assert list(response.entity.member_ids) == ["face_1", "voice_1"]
+    assert bytes(response.entity.crop_jpeg) == b"\xff\xd8crop"
+    stats = call(node, GetStats, "/m3/memory/get_stats", GetStats.Request())
+    assert (stats.error_code, stats.clips, stats.faces, stats.voices, stats.persons) == (0, 2, 2, 2, 3)
+    assert stats.memory_dir == str(system["dir"])
+
+
+def test_search_node_by_face_image(system, faces):
+    """A real photo as the query: the node embeds it with m3_perception and finds the stored face."""
+    mirrored = np.ascontiguousarray(faces["astronaut"][:, ::-1])
+    request = SearchNode.Request(top_k=2)
+    request.image.height, request.image.width = mirrored.shape[:2]
+    request.image.encoding, request.image.step = "rgb8", mirrored.shape[1] * 3
+    request.image.data = mirrored.tobytes()
+    response = call(system["node"], SearchNode, "/m3/memory/search_node", request)
+    assert response.error_code == SearchNode.Response.OK, response.error_message
+    assert response.items[0].node_id == "face_1" and response.items[0].score > 0.95
+    assert response.items[1].node_id == "face_2" and response.items[1].score < 0.93
+
+
+@pytest.mark.parametrize(
+    ("request_fields", "code"),
+    [
+        ({}, SearchNode.Response.EMPTY_QUERY),
+        ({"query": "x" * 1001}, SearchNode.Response.QUERY_TOO_LONG),
+        ({"query": "tea", "top_k": 0}, SearchNode.Response.INVALID_ARGUMENT),
+        ({"query": "tea", "kinds": ["dream"]}, SearchNode.Response.INVALID_ARGUMENT),
+        ({"image_bytes": b"\x00" * 10}, SearchNode.Response.INVALID_IMAGE),
+        ({"audio_format": "S24LE"}, SearchNode.Response.INVALID_AUDIO),
+    ],
+)
+def test_search_node_error_codes_over_dds(system, request_fields, code):
+    request = SearchNode.Request()
+    for key, value in request_fields.items():
+        if key == "image_bytes":
+            request.image.height, request.image.width, request.image.step = 2, 2, 6
+            request.image.encoding, request.image.data = "rgb8", value
+        elif key == "audio_format":
+            request.audio = AudioChunk(sample_format=value, data=b"\x00" * 3200)
+        else:
+            setattr(request, key, value)
+    response = call(system["node"], SearchNode, "/m3/memory/search_node", request)
+    assert response.error_code == code, response.error_message
+    assert response.error_message and not response.items
+
+
+def test_other_service_error_codes_over_dds(system):
+    node = system["node"]
+    assert call(node, SearchClip, "/m3/memory/search_clip", SearchClip.Request(query="")).error_code == 1
+    assert call(node, SearchClip, "/m3/memory/search_clip", SearchClip.Request(query="a", top_k=0)).error_code == 3
+    response = call(node, GetEntity, "/m3/memory/get_entity", GetEntity.Request(entity_id="face_404"))
+    assert response.error_code == GetEntity.Response.UNKNOWN_ENTITY
+
+
+def test_concurrent_search_node_from_several_processes(system):
+    env = dict(os.environ, PYTHONPATH=f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(HERE / "dds_search_client.py"), str(i), "60", json.dumps(QUERIES)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for i in range(4)
+    ]
+    results = [json.loads(p.communicate(timeout=180)[0].strip().splitlines()[-1]) for p in procs]
+    assert sum(r["answered"] for r in results) == 240
+    assert [w for r in results for w in r["wrong"]] == []
+
+
+def test_shutdown_flushes_the_open_clip(system):
+    proc = system["proc"]
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) == 0
+    conn = sqlite3.connect(system["dir"] / DB_FILE)
+    indexes = [row[0] for row in conn.execute("SELECT clip_index FROM clips ORDER BY clip_index")]
+    conn.close()
+    assert indexes == [0, 1, 2]  # clip 2 (one face at t=121) was still open
