@@ -5,12 +5,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
 from m3_perception.model_files import package_dir, require_file
 
 _NON_WORDS = {"<s>", "</s>", "<sil>"}
+
+
+class Transcriber(Protocol):
+    """What the voice pipeline needs from a speech-to-text back-end."""
+
+    def transcribe(self, samples: np.ndarray) -> Transcript: ...
 
 
 @dataclass

@@ -59,6 +59,8 @@ class PerceptionEngine:
         self.max_audio_backlog = int(max_audio_backlog_s * 16000)
         self.identities_period_s = identities_period_s
         self.stats = EngineStats()
+        if voices is not None:
+            voices.on_asr_error = lambda e: callbacks.on_error("speech recognition failed (utterance kept)", e)
         self._lock = threading.Lock()
         self._match_lock = threading.Lock()
         self._frame_slot: tuple[float, np.ndarray] | None = None

@@ -27,6 +27,7 @@ from m3_interfaces.msg import (
     IdentityList,
     VoiceSegment,
 )
+from m3_perception.asr import Transcriber
 from m3_perception.audio_codec import AudioDecodeError, decode_chunk
 from m3_perception.engine import EngineCallbacks, PerceptionEngine
 from m3_perception.face_encoder import FaceEncoder
@@ -82,8 +83,12 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
     "hangover_s": (0.5, _float("silence that ends an utterance [s]", 0.05, 5.0)),
     "speaker_model": ("", _str("resemblyzer weights .pt path; empty: the package's pretrained.pt")),
     "voice_match_cosine": (0.75, _float("min cosine between speaker embeddings of one voice", 0.0, 1.0)),
-    "asr_backend": ("pocketsphinx", _str("'pocketsphinx' or 'none' (no transcripts)")),
+    "asr_backend": ("pocketsphinx", _str("'pocketsphinx', 'openai' (OpenAI-compatible endpoint) or 'none'")),
     "asr_model_dir": ("", _str("pocketsphinx model dir (en-us/, en-us.lm.bin, cmudict-en-us.dict); empty: packaged")),
+    "asr_endpoint": ("http://localhost:8000/v1", _str("openai: base URL serving /audio/transcriptions")),
+    "asr_model": ("whisper-1", _str("openai: model name sent to the endpoint")),
+    "asr_api_key_env": ("OPENAI_API_KEY", _str("openai: environment variable holding the API key (unset: none)")),
+    "asr_timeout_s": (30.0, _float("openai: per-request timeout [s]", 1.0, 600.0)),
     "match_min_evidence": (2, _int("utterances over one dominant face before an EntityMatch", 1, 1000)),
     "match_dominance_ratio": (2.0, _float("area ratio for a face to dominate the next one", 1.0, 100.0)),
     "max_audio_backlog_s": (30.0, _float("audio queued beyond this is dropped (counted) [s]", 1.0, 600.0)),
@@ -110,11 +115,10 @@ class PerceptionNode(Node):
         if transport not in ("raw", "compressed"):
             raise ValueError(f"image_transport must be 'raw' or 'compressed', got {transport!r}")
         asr_backend = g("asr_backend").value
-        if asr_backend not in ("pocketsphinx", "none"):
-            raise ValueError(f"asr_backend must be 'pocketsphinx' or 'none', got {asr_backend!r}")
+        if asr_backend not in ("pocketsphinx", "openai", "none"):
+            raise ValueError(f"asr_backend must be 'pocketsphinx', 'openai' or 'none', got {asr_backend!r}")
 
         # Models load here, so a missing file fails start-up with its name (ModelFileMissing).
-        from m3_perception.asr import PocketsphinxAsr
         from m3_perception.vad import SileroVad
         from m3_perception.voice_encoder import VoiceEncoder
 
@@ -139,7 +143,7 @@ class PerceptionNode(Node):
         voices = VoicePipeline(
             SileroVad(g("vad_model").value),
             VoiceEncoder(g("speaker_model").value),
-            PocketsphinxAsr(g("asr_model_dir").value) if asr_backend == "pocketsphinx" else None,
+            self._make_asr(asr_backend),
             VoiceParams(
                 match_cosine=g("voice_match_cosine").value,
                 segmenter=SegmenterParams(
@@ -185,6 +189,24 @@ class PerceptionNode(Node):
             self.create_subscription(Image, image_topic, self._on_image, qos_profile_sensor_data)
         self.create_subscription(AudioChunk, g("audio_topic").value, self._on_audio, qos_profile_sensor_data)
         self.get_logger().info(f"perception ready: camera {image_topic} ({transport}), audio {g('audio_topic').value}")
+
+    def _make_asr(self, backend: str) -> Transcriber | None:
+        """The configured speech-to-text back-end; an unreachable endpoint fails start-up."""
+        g = self.get_parameter
+        if backend == "pocketsphinx":
+            from m3_perception.asr import PocketsphinxAsr
+
+            return PocketsphinxAsr(g("asr_model_dir").value)
+        if backend == "openai":
+            from m3_perception.openai_asr import OpenAiAsr
+
+            return OpenAiAsr(
+                g("asr_endpoint").value,
+                model=g("asr_model").value,
+                api_key_env=g("asr_api_key_env").value,
+                timeout_s=g("asr_timeout_s").value,
+            )
+        return None
 
     # -- inputs --------------------------------------------------------------------------------
     def _on_image(self, msg: Image) -> None:
@@ -314,7 +336,7 @@ def main(args: list[str] | None = None) -> None:
     rclpy.init(args=args)
     try:
         node = PerceptionNode()
-    except (FileNotFoundError, ValueError) as e:  # ModelFileMissing names the file; bad parameter values
+    except (FileNotFoundError, ValueError, RuntimeError) as e:  # missing model file, bad value, no endpoint
         rclpy.logging.get_logger(NODE_NAME).fatal(f"cannot start: {e}")
         rclpy.try_shutdown()
         raise SystemExit(1) from e

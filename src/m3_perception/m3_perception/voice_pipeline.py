@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from m3_perception.asr import PocketsphinxAsr, Transcript
+from m3_perception.asr import Transcriber, Transcript
 from m3_perception.identity_clusters import IdentityClusters, cosine_to_l2
 from m3_perception.utterances import RATE, SegmenterParams, Utterance, UtteranceSegmenter
 from m3_perception.vad import SileroVad
@@ -60,7 +61,7 @@ class VoicePipeline:
     """Stateful per-episode voice identification and transcription."""
 
     def __init__(
-        self, vad: SileroVad, encoder: VoiceEncoder, asr: PocketsphinxAsr | None, params: VoiceParams | None = None
+        self, vad: SileroVad, encoder: VoiceEncoder, asr: Transcriber | None, params: VoiceParams | None = None
     ) -> None:
         self.p = params or VoiceParams()
         self.vad = vad
@@ -71,6 +72,8 @@ class VoicePipeline:
         self.clock = StreamClock()
         self.embedding_model = EMBEDDING_MODEL
         self._next_segment = 1
+        # Called when speech recognition fails; the utterance is still published, with no transcript.
+        self.on_asr_error: Callable[[Exception], None] | None = None
         self.timings_ms: dict[str, float] = {"vad": 0.0, "speaker": 0.0, "asr": 0.0}  # totals, for the bench
 
     def feed(self, samples: np.ndarray, stamp: float) -> list[VoiceEvent]:
@@ -97,7 +100,14 @@ class VoicePipeline:
         ident = self.clusters.identities[voice_id]
         ident.last_seen = max(ident.last_seen, end)
         t2 = time.perf_counter()
-        text = self.asr.transcribe(u.samples) if self.asr is not None else Transcript("", 0.0)
+        text = Transcript("", 0.0)
+        if self.asr is not None:
+            try:
+                text = self.asr.transcribe(u.samples)
+            except Exception as e:
+                if self.on_asr_error is None:
+                    raise
+                self.on_asr_error(e)
         self.timings_ms["asr"] += (time.perf_counter() - t2) * 1000
         ev = VoiceEvent(self._next_segment, voice_id, start, end, text, emb, created)
         self._next_segment += 1
