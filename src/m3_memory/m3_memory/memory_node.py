@@ -67,6 +67,9 @@ PARAMETERS = {
     "openai_endpoint": ("", _text("OpenAI-compatible base URL for memorizer 'openai', e.g. http://localhost:8000/v1")),
     "openai_model": ("", _text("model name for memorizer 'openai'")),
     "openai_prompt_file": ("", _text("prompt file for memorizer 'openai' (empty = the packaged prompt)")),
+    "openai_api_key_env": ("OPENAI_API_KEY", _text("environment variable holding the API key (unset: none sent)")),
+    "openai_timeout_s": (60.0, _float("timeout of one memorizer request [s]", 1.0, 3600.0)),
+    "openai_max_retries": (3, _int("attempts per clip before the memorizer gives up", 1, 20)),
     "text_model_path": ("", _text("sentence-transformers model dir (empty = packaged all-MiniLM-L6-v2)")),
     "reinforce_threshold": (
         0.85,
@@ -183,7 +186,14 @@ class MemoryNode(Node):
         if p["memorizer"] == "openai":
             from m3_memory.openai_memorizer import OpenAIMemorizer
 
-            return OpenAIMemorizer(p["openai_endpoint"], p["openai_model"], p["openai_prompt_file"] or None)
+            return OpenAIMemorizer(
+                p["openai_endpoint"],
+                p["openai_model"],
+                p["openai_prompt_file"] or None,
+                api_key_env=p["openai_api_key_env"],
+                timeout_s=p["openai_timeout_s"],
+                max_retries=p["openai_max_retries"],
+            )
         raise ValueError(f"memorizer must be 'rules' or 'openai', got {p['memorizer']!r}")
 
     # -- evidence in --------------------------------------------------------------------------------
