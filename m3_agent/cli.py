@@ -116,6 +116,21 @@ def _cmd_make_episode(args: argparse.Namespace) -> int:
     return 0
 
 
+BENCHMARKS = {
+    "perception": "m3_perception.bench",
+    "memory": "m3_memory.bench",
+    "control": "m3_control.bench",
+    "replay": "m3_agent.replay_bench",
+}
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    import importlib
+
+    module = importlib.import_module(BENCHMARKS[args.target])
+    return module.main(args.args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="m3",
@@ -191,6 +206,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--script", help="episode script YAML (default: the built-in demo, m3_agent/demo/episode.yaml)"
     )
     episode.set_defaults(func=_cmd_make_episode)
+
+    bench = sub.add_parser(
+        "bench",
+        help="benchmarks; each prints one JSON object as its last stdout line",
+        description="Run a benchmark. Arguments after the target go to it: m3 bench memory --help",
+    )
+    bench.add_argument("target", choices=sorted(BENCHMARKS), help="what to measure")
+    bench.add_argument("args", nargs=argparse.REMAINDER, help="the benchmark's own arguments")
+    bench.set_defaults(func=_cmd_bench)
     return parser
 
 

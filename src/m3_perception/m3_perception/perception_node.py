@@ -27,16 +27,14 @@ from m3_interfaces.msg import (
     IdentityList,
     VoiceSegment,
 )
-from m3_perception.asr import Transcriber
+from m3_perception.assembly import build_pipelines
 from m3_perception.audio_codec import AudioDecodeError, decode_chunk
 from m3_perception.engine import EngineCallbacks, PerceptionEngine
-from m3_perception.face_encoder import FaceEncoder
-from m3_perception.face_pipeline import FaceObs, FaceParams, FacePipeline
-from m3_perception.face_voice_matcher import FaceVoiceMatcher, MatchCandidate, MatcherParams
+from m3_perception.face_pipeline import FaceObs
+from m3_perception.face_voice_matcher import MatchCandidate
 from m3_perception.identity_clusters import IdentityState
 from m3_perception.image_codec import ImageDecodeError, decode_compressed, decode_raw
-from m3_perception.utterances import SegmenterParams
-from m3_perception.voice_pipeline import VoiceEvent, VoiceParams, VoicePipeline
+from m3_perception.voice_pipeline import VoiceEvent
 
 NODE_NAME = "perception_node"
 WARN_THROTTLE_S = 5.0
@@ -114,50 +112,8 @@ class PerceptionNode(Node):
         transport = g("image_transport").value
         if transport not in ("raw", "compressed"):
             raise ValueError(f"image_transport must be 'raw' or 'compressed', got {transport!r}")
-        asr_backend = g("asr_backend").value
-        if asr_backend not in ("pocketsphinx", "openai", "none"):
-            raise ValueError(f"asr_backend must be 'pocketsphinx', 'openai' or 'none', got {asr_backend!r}")
-
-        # Models load here, so a missing file fails start-up with its name (ModelFileMissing).
-        from m3_perception.vad import SileroVad
-        from m3_perception.voice_encoder import VoiceEncoder
-
-        face_encoder = FaceEncoder(
-            detector=g("face_detector").value,
-            min_score=g("face_min_score").value,
-            min_face_px=g("face_min_size_px").value,
-            recognition_model=g("face_recognition_model").value,
-            shape_predictor=g("face_shape_predictor").value,
-        )
-        faces = FacePipeline(
-            face_encoder,
-            FaceParams(
-                match_distance=g("face_match_distance").value,
-                reembed_every_n=g("face_reembed_every_n").value,
-                track_min_iou=g("face_track_min_iou").value,
-                track_max_age_s=g("face_track_max_age_s").value,
-                max_crops=g("face_max_crops").value,
-                send_crops=g("face_send_crops").value,
-            ),
-        )
-        voices = VoicePipeline(
-            SileroVad(g("vad_model").value),
-            VoiceEncoder(g("speaker_model").value),
-            self._make_asr(asr_backend),
-            VoiceParams(
-                match_cosine=g("voice_match_cosine").value,
-                segmenter=SegmenterParams(
-                    threshold=g("vad_threshold").value,
-                    neg_threshold=max(0.01, g("vad_threshold").value - 0.15),
-                    min_utterance_s=g("min_utterance_s").value,
-                    max_utterance_s=g("max_utterance_s").value,
-                    hangover_s=g("hangover_s").value,
-                ),
-            ),
-        )
-        matcher = FaceVoiceMatcher(
-            MatcherParams(min_evidence=g("match_min_evidence").value, dominance_ratio=g("match_dominance_ratio").value)
-        )
+        params = {name: g(name).value for name in PARAMETERS}
+        faces, voices, matcher = build_pipelines(params)  # loads the models; a missing file fails here
 
         latched = QoSProfile(
             depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
@@ -189,24 +145,6 @@ class PerceptionNode(Node):
             self.create_subscription(Image, image_topic, self._on_image, qos_profile_sensor_data)
         self.create_subscription(AudioChunk, g("audio_topic").value, self._on_audio, qos_profile_sensor_data)
         self.get_logger().info(f"perception ready: camera {image_topic} ({transport}), audio {g('audio_topic').value}")
-
-    def _make_asr(self, backend: str) -> Transcriber | None:
-        """The configured speech-to-text back-end; an unreachable endpoint fails start-up."""
-        g = self.get_parameter
-        if backend == "pocketsphinx":
-            from m3_perception.asr import PocketsphinxAsr
-
-            return PocketsphinxAsr(g("asr_model_dir").value)
-        if backend == "openai":
-            from m3_perception.openai_asr import OpenAiAsr
-
-            return OpenAiAsr(
-                g("asr_endpoint").value,
-                model=g("asr_model").value,
-                api_key_env=g("asr_api_key_env").value,
-                timeout_s=g("asr_timeout_s").value,
-            )
-        return None
 
     # -- inputs --------------------------------------------------------------------------------
     def _on_image(self, msg: Image) -> None:
