@@ -543,7 +543,8 @@ class MemoryGraph:
         else:
             about = self.person_set(entity_ids)
             reinforced = False
-            for node_id, existing in list(self.semantic_vectors.items()):
+            for node_id in self._semantic_candidates(about):
+                existing = self.semantic_vectors[node_id]
                 node = self.text[node_id]
                 if self.person_set(node.entity_ids) != about:
                     continue
@@ -602,6 +603,17 @@ class MemoryGraph:
             self.clips[clip_index]["episodic"].append(node.node_id)
             self.node_clips[node.node_id] = [clip_index]
             outcome.episodic.append(node.node_id)
+
+    def _semantic_candidates(self, about: frozenset[str]) -> list[str]:
+        """Semantic memories that may be about the same entities: those linked to one of them (all
+        entity-free ones when `about` is empty), in creation order. Keeps reinforcement off O(N)."""
+        if not about:
+            return [n for n, _ in self.semantic_vectors.items() if not self.text[n].entity_ids]
+        ids: set[str] = set()
+        for entity_id in about:
+            for linked in (entity_id, *self.aliases_of(entity_id), *self.members_of(entity_id)):
+                ids.update(n for n in self.entity_memories.get(linked, []) if n in self.semantic_vectors)
+        return sorted(ids, key=lambda n: self.text[n].seq)
 
     def _reweigh(self, conn, node: TextNode, delta: float, clip_index: int) -> None:
         node.weight += delta

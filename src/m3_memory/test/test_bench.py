@@ -1,0 +1,18 @@
+"""`m3 bench memory` end to end on a small memory (figures are printed, not asserted on speed)."""
+
+from __future__ import annotations
+
+import json
+
+from m3_memory import bench
+
+
+def test_bench_prints_figures_as_last_line(capsys, tmp_path):
+    assert (
+        bench.main(["--nodes", "120", "--queries", "8", "--per-clip", "40", "--memory-dir", str(tmp_path / "m")]) == 0
+    )
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["nodes"] == 120 and result["nodes_added"] == 120
+    assert result["recall_at_10"] == 1.0  # 120 vectors: below EXACT_MAX the index scans exactly
+    assert result["search_p50_ms"] > 0 and result["search_p99_ms"] >= result["search_p50_ms"]
+    assert result["service_p99_ms"] > 0 and result["ingest_nodes_per_s"] > 0 and result["disk_bytes_per_node"] > 0
