@@ -279,8 +279,8 @@ class MemoryGraph:
                 with self.store.transaction() as conn:
                     outcome = self._apply(conn, clip, mapped, output, draft_vectors, new_entities)
             except BaseException:
+                self._load()  # the caches may hold half of the failed clip: rebuild them from the store
                 self.session_map = {k: v for k, v in self.session_map.items() if v in self.entities}
-                self._load()
                 raise
             return outcome
 

@@ -168,3 +168,27 @@ def test_clip_index_never_written_twice(memory):
     with pytest.raises(ValueError, match="already stored"):
         memory.ingest(clip(0, faces=[face("face_1", 2)]))
     assert memory.store.integrity_check() == []
+
+
+def test_missing_text_model_is_a_clear_error(tmp_path):
+    from m3_memory.embedder import TextEmbedder
+    from m3_memory.errors import ModelMissingError
+
+    with pytest.raises(ModelMissingError, match=r"model\.safetensors"):
+        TextEmbedder(str(tmp_path / "no_model"))
+
+
+def test_failed_clip_leaves_no_trace(memory, monkeypatch):
+    memory.ingest(clip(0, faces=[face("face_1", 1)]))
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(memory.graph, "_add_memory", broken)
+    with pytest.raises(OSError, match="disk full"):
+        memory.ingest(clip(1, faces=[face("face_2", 31)], voices=[voice("voice_1", 32, 33, "hello")]))
+    monkeypatch.undo()
+    assert sorted(memory.graph.clips) == [0] and "face_2" not in memory.graph.entities
+    assert memory.graph.session_map == {"face_1": "face_1"}
+    record = memory.ingest(clip(1, faces=[face("face_2", 31)], voices=[voice("voice_1", 32, 33, "hello")]))
+    assert record.entity_ids[:2] == ["face_2", "voice_1"] and memory.store.integrity_check() == []

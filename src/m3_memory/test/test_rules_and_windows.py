@@ -103,3 +103,14 @@ def test_clip_windows_tick():
     windows.add(face("face_1", 5.0))  # windows start at the first evidence of the run
     assert windows.tick(34 * S) == []
     assert [c.clip_index for c in windows.tick(35 * S)] == [0]
+
+
+def test_clip_windows_keep_one_keyframe_per_clip():
+    windows = ClipWindows(clip_seconds=10)
+    assert windows.wants_keyframe(0)
+    windows.add_keyframe(0, b"first")
+    assert not windows.wants_keyframe(5 * S)
+    windows.add(face("face_1", 6.0))
+    closed = windows.add_keyframe(12 * S, b"second")  # a frame of the next window closes this one
+    assert [(c.clip_index, c.keyframe_jpeg) for c in closed] == [(0, b"first")]
+    assert [c.keyframe_jpeg for c in windows.flush()] == []  # a window with only a keyframe holds no evidence
