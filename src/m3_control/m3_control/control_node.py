@@ -150,6 +150,7 @@ class ControlNode(Node):
     def _on_goal(self, goal: Instruct.Goal) -> GoalResponse:
         """Accept, or reject under the reject policy while busy. Invalid goals are accepted and end with
         INVALID_GOAL so that the client learns why (a rejection carries no message)."""
+        self.get_logger().info(f"goal received: {goal.instruction[:80]!r} (max_rounds {goal.max_rounds})")
         with self._lock:
             if self.goal_policy == "reject":
                 if self._active is not None or self._reserved or self._queue:

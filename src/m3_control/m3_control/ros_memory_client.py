@@ -87,7 +87,12 @@ class RosMemoryClient:
         return [memory_from_msg(m) for m in response.items]
 
     def entity_name(self, entity_id: str) -> str | None:
-        """The learnt name of an entity; None when memory has none (or does not know the id)."""
+        """The learnt name of an entity; None when memory has none, does not know the id, or serves no get_entity.
+
+        Best effort: names also come from retrieved memories, so a missing service costs no wait.
+        """
+        if not self.get_entity_client.service_is_ready():
+            return None
         response = self._call(self.get_entity_client, GetEntity.Request(entity_id=entity_id))
         if response.error_code == GetEntity.Response.UNKNOWN_ENTITY:
             return None

@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -65,12 +66,32 @@ def system():
         client = ActionClient(node, Instruct, "/m3/instruct")
         params = AsyncParameterClient(node, "control_node")
         assert client.wait_for_server(timeout_sec=30.0), "control node did not come up"
+        # Discovery is asymmetric: the server may not yet see our response readers (a known DDS race).
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            rclpy.spin_once(node, timeout_sec=0.1)
         yield {"node": node, "client": client, "params": params, "chat": chat, "memory": memory}
         node.destroy_node()
         rclpy.try_shutdown()
         for process in (control, memory):
-            process.terminate()
-            process.wait(timeout=10)
+            stop(process)
+
+
+def stop(process: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL after 10 s so no stray server stays in the domain for the next run.
+
+    Seen 2 in 10 runs on a loaded 2-core machine: an rclpy process (the test memory peer as well as
+    the control node) still alive 10 s after SIGTERM. The test summary shows it as a warning.
+    """
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+        warnings.warn(f"{process.args[:4]} still running 10 s after SIGTERM; killed", stacklevel=1)
 
 
 def spin_until(node: Node, predicate, timeout_s: float = 30.0) -> None:
@@ -111,7 +132,7 @@ def test_goal_feedback_result(system):
     result = response.result
     assert response.status == GoalStatus.STATUS_SUCCEEDED
     assert result.error_code == Instruct.Result.SUCCEEDED, result.error_message
-    assert result.answer == "Alice put the car keys in the hallway drawer."  # name from GetEntity over DDS
+    assert result.answer == "Alice put the car keys in the hallway drawer."  # id resolved to the name memory knows
     assert list(result.evidence_ids) == ["episodic_3"]
     assert result.rounds_used == 2 and list(result.plan) == []
     assert [(f.round, f.action, f.query) for f in feedback] == [
@@ -192,8 +213,7 @@ def test_m3_ask_json_and_text(system, capsys):
 
 
 def test_memory_unavailable_last(system):
-    system["memory"].terminate()
-    system["memory"].wait(timeout=10)
+    stop(system["memory"])
     response = result_of(system, send(system, "Where did Alice put the keys?"))
     assert response.result.error_code == Instruct.Result.MEMORY_UNAVAILABLE
     assert "/m3/memory/search_clip" in response.result.error_message
