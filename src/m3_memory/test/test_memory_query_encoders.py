@@ -1,0 +1,59 @@
+"""Audio queries with real speech: Festival voices, resemblyzer embeddings (m3_perception's encoders)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from m3mem_evidence import clip
+
+from m3_memory import errors
+from m3_memory.errors import MemoryApiError
+from m3_memory.query_encoders import QueryEncoders
+from m3_memory.records import VoiceEvidence
+
+S = 1_000_000_000
+
+
+@pytest.fixture(scope="module")
+def speech():
+    from m3_perception.synthetic import speak
+    from m3_perception.voice_encoder import VoiceEncoder
+
+    encoder = VoiceEncoder()
+    said = {
+        "slt": speak("I like green tea and I keep my keys in the kitchen drawer.", "slt"),
+        "kal": speak("I work at the bakery on the corner of main street.", "kal"),
+        "slt_query": speak("Good morning, could you please open the window for me?", "slt"),
+    }
+    return encoder, said, {name: encoder.encode(audio) for name, audio in said.items()}
+
+
+def test_voice_sample_finds_the_stored_voice(memory, speech):
+    from m3_perception.audio_codec import encode_s16le
+
+    encoder, said, embedded = speech
+    memory.ingest(
+        clip(0, voices=[
+            VoiceEvidence("voice_1", 1 * S, 4 * S, "I like green tea", 0.9, list(embedded["slt"]), 1),
+            VoiceEvidence("voice_2", 5 * S, 8 * S, "I work at the bakery", 0.9, list(embedded["kal"]), 2),
+        ])
+    )  # fmt: skip
+    encoders = QueryEncoders(voice_encoder=encoder)
+    query = encoders.voice_embedding_from_audio(16000, 1, "S16LE", encode_s16le(said["slt_query"]))
+    hits = memory.search.search_node(voice_embedding=query, top_k=2)
+    assert [h.node_id for h in hits] == ["voice_1", "voice_2"]
+    assert hits[0].score > hits[1].score
+    assert float(np.dot(query, embedded["slt"])) == pytest.approx(hits[0].score, abs=1e-4)
+
+
+def test_unusable_audio_is_invalid_audio(speech):
+    encoder, _, _ = speech
+    encoders = QueryEncoders(voice_encoder=encoder)
+    for args in (
+        (16000, 1, "S24LE", b"\x00" * 3200),
+        (16000, 1, "S16LE", b"\x00" * 3),
+        (16000, 1, "S16LE", b"\x00" * 800),
+    ):
+        with pytest.raises(MemoryApiError) as info:
+            encoders.voice_embedding_from_audio(*args)
+        assert info.value.code == errors.INVALID_AUDIO
