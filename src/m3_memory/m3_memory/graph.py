@@ -66,6 +66,16 @@ class MemorizerOutput:
     equivalences: list[tuple[str, str, float, int]] = field(default_factory=list)  # (id1, id2, confidence, count)
 
 
+def usable_embedding(values) -> np.ndarray | None:
+    """A finite, non-zero embedding as float32, or None (such evidence keeps its observation only)."""
+    if values is None or len(values) == 0:
+        return None
+    vector = np.asarray(values, dtype=np.float32).reshape(-1)
+    if not np.all(np.isfinite(vector)) or float(np.linalg.norm(vector)) < 1e-9:
+        return None
+    return vector
+
+
 class MemoryGraph:
     """Entity-centric memory over a MemoryStore; see module docstring for the locking model."""
 
@@ -360,7 +370,8 @@ class MemoryGraph:
             record.last_ns, record.last_clip = max(ends), clip.clip_index
             limit = self.config.max_face_embeddings if record.kind == KIND_FACE else self.config.max_voice_embeddings
             samples = self.entity_samples.setdefault(entity_id, [])
-            new_samples = [np.asarray(item.embedding, dtype=np.float32) for _, item in items if len(item.embedding)]
+            new_samples = [usable_embedding(item.embedding) for _, item in items]
+            new_samples = [v for v in new_samples if v is not None]
             dims = {s.shape[0] for s in samples}
             new_samples = [s for s in new_samples if not dims or s.shape[0] in dims]
             changed = False

@@ -12,7 +12,7 @@ from typing import Protocol
 import numpy as np
 
 from m3_memory.embedder import TextEmbedder
-from m3_memory.graph import GraphConfig, MemorizerOutput, MemoryGraph
+from m3_memory.graph import GraphConfig, MemorizerOutput, MemoryGraph, usable_embedding
 from m3_memory.records import KIND_FACE, KIND_VOICE, ClipEvidence, ClipRecord
 from m3_memory.rules_memorizer import RulesMemorizer
 from m3_memory.search import MemorySearch, SearchConfig
@@ -80,12 +80,12 @@ class Memory:
             embeddings: dict[str, list[np.ndarray]] = {}
             for face in clip.faces:
                 first[face.face_id] = min(first.get(face.face_id, face.stamp_ns), face.stamp_ns)
-                if len(face.embedding):
-                    embeddings.setdefault(face.face_id, []).append(np.asarray(face.embedding, dtype=np.float32))
+                if (vector := usable_embedding(face.embedding)) is not None:
+                    embeddings.setdefault(face.face_id, []).append(vector)
             for voice in clip.voices:
                 first[voice.voice_id] = min(first.get(voice.voice_id, voice.start_ns), voice.start_ns)
-                if len(voice.embedding):
-                    embeddings.setdefault(voice.voice_id, []).append(np.asarray(voice.embedding, dtype=np.float32))
+                if (vector := usable_embedding(voice.embedding)) is not None:
+                    embeddings.setdefault(voice.voice_id, []).append(vector)
             mapped: dict[str, str] = {}
             new: list[str] = []
             for perception_id in sorted(first, key=lambda p: (first[p], p)):

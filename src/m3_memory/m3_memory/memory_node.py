@@ -30,6 +30,7 @@ from m3_memory.query_encoders import QueryEncoders
 from m3_memory.records import ClipRecord, FaceEvidence, MatchEvidence, TextNode, VoiceEvidence
 from m3_memory.search import SearchConfig, SearchHit
 from m3_memory.store import MemoryStore
+from m3_memory.tags import kind_of
 
 NODE_NAME = "memory_node"
 NS = 1_000_000_000
@@ -197,11 +198,21 @@ class MemoryNode(Node):
         raise ValueError(f"memorizer must be 'rules' or 'openai', got {p['memorizer']!r}")
 
     # -- evidence in --------------------------------------------------------------------------------
+    def _valid_id(self, entity_id: str, kinds: tuple[str, ...]) -> bool:
+        """Perception ids must be face_N / voice_N: anything else is dropped alone, with a warning."""
+        kind = kind_of(entity_id)
+        if kind in kinds:
+            return True
+        self.get_logger().warning(f"ignored evidence with malformed id {entity_id!r}", throttle_duration_sec=10.0)
+        return False
+
     def _on_faces(self, msg: FaceTracks) -> None:
         stamp = to_ns(msg.header.stamp)
         for face in msg.faces:
             if not face.face_id:
                 continue  # not yet identified by perception
+            if not self._valid_id(face.face_id, ("face",)):
+                continue
             self._add(
                 FaceEvidence(
                     face.face_id,
@@ -216,7 +227,7 @@ class MemoryNode(Node):
             )
 
     def _on_voice(self, msg: VoiceSegment) -> None:
-        if not msg.voice_id:
+        if not msg.voice_id or not self._valid_id(msg.voice_id, ("voice",)):
             return
         self._add(
             VoiceEvidence(
@@ -231,6 +242,8 @@ class MemoryNode(Node):
         )
 
     def _on_match(self, msg: EntityMatch) -> None:
+        if not (self._valid_id(msg.id1, ("face", "voice")) and self._valid_id(msg.id2, ("face", "voice"))):
+            return
         self._add(
             MatchEvidence(
                 msg.id1,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from m3mem_evidence import clip, face, match, voice
+from m3mem_evidence import clip, face, match, unit, voice
 
 from m3_memory.graph import GraphConfig
 from m3_memory.memory import Memory
@@ -192,3 +192,16 @@ def test_failed_clip_leaves_no_trace(memory, monkeypatch):
     assert memory.graph.session_map == {"face_1": "face_1"}
     record = memory.ingest(clip(1, faces=[face("face_2", 31)], voices=[voice("voice_1", 32, 33, "hello")]))
     assert record.entity_ids[:2] == ["face_2", "voice_1"] and memory.store.integrity_check() == []
+
+
+def test_unusable_embeddings_keep_the_observation(memory):
+    bad = face("face_1", 1.0)
+    bad.embedding = [float("nan")] * 128
+    zero = face("face_2", 2.0)
+    zero.embedding = [0.0] * 128
+    record = memory.ingest(clip(0, faces=[bad, zero, face("face_3", 3.0)]))
+    assert {"face_1", "face_2", "face_3"} <= set(record.entity_ids)
+    assert memory.graph.entities["face_1"].observation_count == 1
+    assert "face_1" not in memory.graph.entity_samples or not memory.graph.entity_samples["face_1"]
+    hits = memory.search.search_node(face_embedding=unit(3, 128), top_k=3)
+    assert [h.node_id for h in hits] == ["face_3"]  # only usable embeddings are indexed
