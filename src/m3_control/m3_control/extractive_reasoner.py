@@ -1,7 +1,7 @@
 """The embedded reasoner (no language model): searches built from the instruction, answers copied from evidence.
 
 It searches the instruction itself, then its key phrase, then each named person, and for
-"who is X" / "what is X's id" the character-id lookup the reference uses. It answers with the
+"what is X's id" / "which character is X" the character-id lookup the reference uses. It answers with the
 retrieved memory that covers most of the instruction's content words (people's ids counted under
 the names memory gives them), citing that memory, and says "I don't know" when no memory covers
 enough. Plans come only from the instruction's own words plus places found in evidence.
@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from m3_control.loop import asks_for_id
 from m3_control.memory_client import ENTITY_ID_RE, Memory
 from m3_control.reasoner import Answer, LoopState, Search
 from m3_control.skills import is_question
@@ -26,10 +27,19 @@ NAME_PATTERNS = (
     r"([A-Z][a-z]+)"
 )
 ID_QUESTION_RE = re.compile(
-    r"^(?:who is|what is the (?:character |entity |person )?id of|what is|which (?:character|person) is)\s+"
-    r"([A-Z][\w-]*)(?:'s (?:character |entity |person )?id)?\s*\??$",
+    r"^(?:what is the (?:character |entity |person |face |voice )?id of|what is|which character is)\s+"
+    r"([A-Z][\w-]*)(?:'s (?:character |entity |person |face |voice )?id)?\s*\??$",
     re.IGNORECASE,
 )
+
+
+def id_lookup(instruction: str) -> str | None:
+    """The name in "What is Bob's id?" / "Which character is Bob?"; None for questions that want names."""
+    text = instruction.strip()
+    match = ID_QUESTION_RE.match(text)
+    return match.group(1) if match and asks_for_id(text) else None
+
+
 PLACE_RE = re.compile(
     r"\b(?:in|on|at|under|inside|into|onto|near|behind|beside|next to)\s+"
     r"(the\s+[a-z]+(?:\s+(?:of|in|on)\s+the\s+[a-z]+)?)"
@@ -77,14 +87,16 @@ class ExtractiveReasoner:
         self.config = config or ExtractiveConfig()
 
     # --- searching -----------------------------------------------------------------------------
-    def queries(self, instruction: str) -> list[str]:
-        """Search queries in the order they are tried."""
+    def queries(self, instruction: str, evidence: list[Memory] = ()) -> list[str]:
+        """Search queries in the order they are tried; ids learnt for named people are searched next."""
         text = re.sub(r"^(please|can you|could you|would you)\s+", "", instruction.strip(), flags=re.IGNORECASE)
         out: list[str] = []
-        lookup = ID_QUESTION_RE.match(text)
+        lookup = id_lookup(text)
         if lookup:
-            out.append(f"What is the character id of {lookup.group(1)}")
+            out.append(f"What is the character id of {lookup}")
         out.append(text)
+        named = {n.lower() for n in person_names(instruction)}
+        out.extend(f"<{entity}>" for entity, name in names_from(list(evidence)).items() if name.lower() in named)
         key = " ".join(w for w in re.findall(r"[\w'-]+", text) if w.lower() not in STOP)
         if key:
             out.append(key)
@@ -112,7 +124,10 @@ class ExtractiveReasoner:
 
     def ranked(self, state: LoopState) -> list[tuple[float, Memory]]:
         names = names_from(state.evidence)
-        scored = [(self.support(state.instruction, m, names), m) for m in state.evidence]
+        # A memory that only says "<face_2> is named Bob" answers no question about Bob but his id.
+        naming = re.compile(NAME_PATTERNS.format(id=r"(?:face|voice|person|character)_\d+") + r"\.?$")
+        candidates = [m for m in state.evidence if not naming.fullmatch(m.text.strip())]
+        scored = [(self.support(state.instruction, m, names), m) for m in candidates]
         # A command needs to know where things are: among equals, prefer memories that name a place.
         command = not is_question(state.instruction)
         scored.sort(key=lambda p: (-p[0], -(command and bool(PLACE_RE.search(p[1].text.lower()))), -p[1].score))
@@ -121,18 +136,22 @@ class ExtractiveReasoner:
     def decide(self, state: LoopState) -> Search | Answer:
         ranked = self.ranked(state)
         best = ranked[0][0] if ranked else 0.0
-        lookup = ID_QUESTION_RE.match(state.instruction.strip())
+        lookup = id_lookup(state.instruction)
         if lookup and not state.must_answer:
-            found = self.id_answer(lookup.group(1), state)
+            found = self.id_answer(lookup, state)
             if found:
                 return found
         if best >= self.config.strong and not lookup:
             return self.answer(state, ranked)
-        remaining = [q for q in self.queries(state.instruction) if q.lower() not in (s.lower() for s in state.queries)]
+        remaining = [
+            q
+            for q in self.queries(state.instruction, state.evidence)
+            if q.lower() not in (s.lower() for s in state.queries)
+        ]
         if remaining and not state.must_answer:
             return Search(query=remaining[0])
         if lookup:
-            found = self.id_answer(lookup.group(1), state)
+            found = self.id_answer(lookup, state)
             if found:
                 return found
         return self.answer(state, ranked)

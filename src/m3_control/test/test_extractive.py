@@ -68,3 +68,18 @@ def test_stored_injection_never_becomes_a_step():
 def test_memory_unavailable():
     result, _, _ = ask("Where did Alice put the keys?", memory=FakeMemory(down=True))
     assert result.code == "MEMORY_UNAVAILABLE"
+
+
+def test_who_is_answers_with_a_name_not_an_id():
+    result, _, _ = ask("Who is Bob?")
+    assert result.code == "SUCCEEDED"
+    assert "<face_2>" not in result.answer and "Bob" in result.answer
+    result, _, _ = ask("Which character is Bob?")
+    assert result.answer.startswith("Bob is <face_2>")
+
+
+def test_learnt_id_is_searched_for_a_named_person():
+    result, _, events = ask("What does Bob like to drink?")
+    assert "<face_2>" in [e.query for e in events]  # "<face_2> is named Bob" came back, so his id is searched
+    assert result.answer == "Bob makes coffee and says he likes it black."
+    assert result.evidence_ids == ["episodic_5"]
