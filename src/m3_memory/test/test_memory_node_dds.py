@@ -65,7 +65,7 @@ def system(tmp_path_factory, faces):
     memory_dir = tmp_path_factory.mktemp("dds") / "memory"
     node_proc = subprocess.Popen(
         [sys.executable, "-m", "m3_memory.memory_node", "--ros-args", "-p", f"memory_dir:={memory_dir}",
-         "-p", "clip_seconds:=10.0", "-p", "clip_close_delay:=0.0"],
+         "-p", "clip_seconds:=10.0", "-p", "clip_close_delay:=5.0"],
     )  # fmt: skip
     rclpy.init()
     client = Node("memory_dds_test")
@@ -137,11 +137,11 @@ def test_evidence_becomes_published_clips(system, faces):
     match.header.stamp = stamp(106.5)
     system["pubs"]["matches"].publish(match)
     time.sleep(0.5)  # evidence of one window reaches the node before the next window's
-    publish_face(system, 111.0, "face_2", faces["hopper_emb"])  # opens clip 1: clip 0 closes
+    publish_face(system, 116.0, "face_2", faces["hopper_emb"])  # past 110 + 5 s close delay: clip 0 closes
     spin_until(system["node"], lambda: len(system["clips"]) >= 1, 60)
-    publish_voice(system, 112.0, 114.0, "voice_2", FACTS[2][0] + ". " + FACTS[3][0])
+    publish_voice(system, 117.0, 119.0, "voice_2", FACTS[2][0] + ". " + FACTS[3][0])
     time.sleep(1.0)  # the node is idle again: the utterance is in before the next window opens
-    publish_face(system, 121.0, "face_2", faces["hopper_emb"])  # opens clip 2: clip 1 closes
+    publish_face(system, 126.0, "face_2", faces["hopper_emb"])  # clip 2 [120, 130): clip 1 closes
     spin_until(system["node"], lambda: len(system["clips"]) >= 2, 60)
     first, second = system["clips"][:2]
     assert (first.clip_index, second.clip_index) == (0, 1)
@@ -238,4 +238,4 @@ def test_shutdown_flushes_the_open_clip(system):
     conn = sqlite3.connect(system["dir"] / DB_FILE)
     indexes = [row[0] for row in conn.execute("SELECT clip_index FROM clips ORDER BY clip_index")]
     conn.close()
-    assert indexes == [0, 1, 2]  # clip 2 (one face at t=121) was still open
+    assert indexes == [0, 1, 2]  # clip 2 (one face at t=126) was still open
