@@ -81,6 +81,26 @@ class CosineIndex:
                     return out[:k]
                 fetch = min(n, fetch * 4)
 
+    def save(self, path: str) -> None:
+        """Write the HNSW graph (only meaningful above EXACT_MAX; the caller records what it matches)."""
+        with self._lock:
+            self._hnsw.save_index(path)
+
+    @classmethod
+    def load(cls, path: str, dim: int, labels: list[int], ef: int = 64) -> CosineIndex:
+        """An index saved by save(), holding exactly `labels` (the caller has checked that)."""
+        index = cls(dim, capacity=16, ef=ef)
+        index._hnsw = hnswlib.Index(space="cosine", dim=dim)
+        index._hnsw.load_index(path, max_elements=len(labels) + 1024)
+        index._hnsw.set_ef(ef)
+        if index._hnsw.get_current_count() != len(labels):
+            raise ValueError(f"saved index {path} holds {index._hnsw.get_current_count()} vectors, not {len(labels)}")
+        index._labels = set(labels)
+        index._small = None if len(labels) > EXACT_MAX else index._small
+        if index._small is not None:
+            raise ValueError("small indexes are rebuilt, not loaded")
+        return index
+
     def vector(self, label: int) -> np.ndarray | None:
         with self._lock:
             if label not in self._labels:

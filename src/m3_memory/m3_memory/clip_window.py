@@ -15,13 +15,20 @@ NS = 1_000_000_000
 class ClipWindows:
     """Accumulates evidence; returns the ClipEvidence of every window that closes."""
 
-    def __init__(self, clip_seconds: float = 30.0, first_index: int = 0, close_delay_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        clip_seconds: float = 30.0,
+        first_index: int = 0,
+        close_delay_s: float = 0.0,
+        origin_ns: int | None = None,
+    ) -> None:
+        """origin_ns: stream time of window 0's start (a recording's start); None = first evidence."""
         if clip_seconds <= 0:
             raise ValueError("clip_seconds must be > 0")
         self.clip_ns = int(clip_seconds * NS)
         self.close_delay_ns = int(close_delay_s * NS)
         self.first_index = first_index
-        self._origin: int | None = None
+        self._origin: int | None = origin_ns
         self._open: ClipEvidence | None = None
         self._window = 0
         self.last_stamp_ns = 0  # newest evidence stamp (lets the node tell live streams from replays)

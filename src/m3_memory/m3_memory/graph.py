@@ -9,13 +9,14 @@ so a search sees either none or all of a clip.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from m3_memory.ann_index import CosineIndex
+from m3_memory.ann_index import EXACT_MAX, CosineIndex
 from m3_memory.records import (
     KIND_EPISODIC,
     KIND_FACE,
@@ -122,22 +123,29 @@ class MemoryGraph:
             edges: dict[str, list[str]] = {}
             for node_id, entity_id in conn.execute("SELECT node_id, entity_id FROM edges ORDER BY rowid"):
                 edges.setdefault(node_id, []).append(entity_id)
+            saved = self._saved_text_index(conn)
             labels, vectors = [], []
             for row in conn.execute(
-                "SELECT node_id, seq, kind, text, clip_index, start_ns, end_ns, weight, embedding"
-                " FROM text_nodes ORDER BY seq"
+                "SELECT node_id, seq, kind, text, clip_index, start_ns, end_ns, weight,"
+                " CASE WHEN kind = 'semantic' OR ? THEN embedding END FROM text_nodes ORDER BY seq",
+                (saved is None,),
             ):
                 node = TextNode(*row[:8], entity_ids=edges.get(row[0], []))
-                vector = blob_to_vector(row[8])
                 self._cache_text(node)
                 labels.append(node.seq)
-                vectors.append(vector)
-                if node.kind == KIND_SEMANTIC:
-                    self.semantic_vectors[node.node_id] = vector
+                if row[8] is not None:
+                    vector = blob_to_vector(row[8])
+                    if saved is None:
+                        vectors.append(vector)
+                    if node.kind == KIND_SEMANTIC:
+                        self.semantic_vectors[node.node_id] = vector
                 if node.kind == KIND_EPISODIC:
                     self.clips[node.clip_index]["episodic"].append(node.node_id)
                     self.node_clips[node.node_id] = [node.clip_index]
-            if labels:
+            self.text_index_loaded = saved is not None  # True: read from text_index.hnsw, not rebuilt
+            if saved is not None:
+                self.text_index = CosineIndex.load(saved, self.text_dim, labels)
+            elif labels:
                 self.text_index = CosineIndex(self.text_dim, capacity=len(labels) + 1024)
                 self.text_index.add(labels, np.stack(vectors))
             for node_id, clip_index in conn.execute(
@@ -163,6 +171,45 @@ class MemoryGraph:
                 "SELECT id1, id2, confidence, evidence_count FROM evidence WHERE kind='match'"
             ):
                 self.evidence[(id1, id2)] = (confidence, count)
+
+    # -- persisted text index ----------------------------------------------------------------------
+    def _index_paths(self) -> tuple[str, str]:
+        base = os.path.join(self.store.memory_dir, "text_index")
+        return base + ".hnsw", base + ".json"
+
+    def _saved_text_index(self, conn) -> str | None:
+        """The saved text index when it matches the store exactly (text nodes are only ever added,
+        so equal count and highest seq mean equal contents); None means rebuild from the store."""
+        path, meta_path = self._index_paths()
+        try:
+            with open(meta_path, encoding="utf-8") as handle:
+                meta = json.load(handle)
+        except (OSError, ValueError):
+            return None
+        count, top = conn.execute("SELECT count(*), coalesce(max(seq), 0) FROM text_nodes").fetchone()
+        matches = (meta.get("count"), meta.get("max_seq"), meta.get("dim")) == (count, top, self.text_dim)
+        return path if matches and count > EXACT_MAX and os.path.isfile(path) else None
+
+    def save_text_index(self) -> bool:
+        """Save the text index next to the store (on close) so large memories open fast; the
+        metadata is written last, so a torn save is detected as a mismatch and rebuilt."""
+        path, meta_path = self._index_paths()
+        with self.ingest_lock, self.lock:
+            count = len(self.text)
+            if count <= EXACT_MAX:
+                return False
+            for stale in (meta_path, path):
+                if os.path.exists(stale):
+                    os.remove(stale)
+            self.text_index.save(path + ".tmp")
+            os.replace(path + ".tmp", path)
+            meta = {"count": count, "max_seq": max(self.text_by_seq), "dim": self.text_dim}
+            with open(meta_path + ".tmp", "w", encoding="utf-8") as handle:
+                json.dump(meta, handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(meta_path + ".tmp", meta_path)
+            return True
 
     def _cache_text(self, node: TextNode) -> None:
         self.text[node.node_id] = node

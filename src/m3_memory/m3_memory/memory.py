@@ -64,7 +64,11 @@ class Memory:
             raise
 
     def close(self) -> None:
-        self.store.close()
+        """Save the text index (large memories then open without rebuilding it) and close the store."""
+        try:
+            self.graph.save_text_index()
+        finally:
+            self.store.close()
 
     @property
     def next_clip_index(self) -> int:

@@ -47,3 +47,18 @@ def test_newer_store_gives_store_unavailable(tmp_path):
         node.destroy_node()
     finally:
         rclpy.try_shutdown()
+
+
+def test_openai_memorizer_without_endpoint_fails_at_start_up(tmp_path):
+    import pytest
+
+    rclpy.init()
+    try:
+        overrides = [Parameter("memory_dir", value=str(tmp_path / "m")), Parameter("memorizer", value="openai")]
+        with pytest.raises(ValueError, match="openai_endpoint"):
+            MemoryNode(parameter_overrides=overrides)
+        overrides[1] = Parameter("memorizer", value="magic")
+        with pytest.raises(ValueError, match="'rules' or 'openai'"):
+            MemoryNode(parameter_overrides=overrides)
+    finally:
+        rclpy.try_shutdown()

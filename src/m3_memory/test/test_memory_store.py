@@ -148,3 +148,29 @@ def test_restricted_unpickler_refuses_code(tmp_path):
     path.write_bytes(pickle.dumps(_Exploit()))
     with pytest.raises(UntrustedPickleError, match="allow-list"):
         load_reference_pickle(str(path), trusted=True)
+
+
+def test_saved_text_index_is_used_only_when_it_matches(tmp_path, embedder):
+    from m3_memory.bench import ingest, synthetic_texts
+
+    path = str(tmp_path / "m")
+    texts = synthetic_texts(400)
+    mem = Memory.open(path, embedder)
+    ingest(mem, texts[:300], 100, 40)
+    expected = [(h.node_id, round(h.score, 5)) for h in mem.search.search_node("where is the passport", top_k=10)]
+    mem.close()  # saves text_index.hnsw + text_index.json
+    mem = Memory.open(path, embedder)
+    assert mem.graph.text_index_loaded
+    assert [
+        (h.node_id, round(h.score, 5)) for h in mem.search.search_node("where is the passport", top_k=10)
+    ] == expected
+    ingest(mem, texts[300:], 100, 40)
+    mem.store.close()  # a crash: the saved index is now behind the store
+    mem = Memory.open(path, embedder)
+    assert not mem.graph.text_index_loaded  # rebuilt from the store
+    assert len(mem.graph.text_index) == 400
+    newest = texts[350]  # written after the save: found only because the index was rebuilt
+    hits = mem.search.search_node(newest, kinds=["episodic"], top_k=1)
+    assert hits[0].text == newest and hits[0].score > 0.99
+    assert mem.store.integrity_check() == []
+    mem.close()

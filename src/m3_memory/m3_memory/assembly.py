@@ -1,0 +1,64 @@
+"""Open a Memory from parameter values (the node's and `m3 replay`'s), so both build it alike."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from m3_memory.graph import GraphConfig
+from m3_memory.memory import Memory
+from m3_memory.search import SearchConfig
+from m3_memory.store import MemoryStore
+
+
+def memory_dir(p: Mapping[str, Any]) -> str:
+    return os.path.abspath(os.path.expanduser(str(p["memory_dir"])))
+
+
+def graph_config(p: Mapping[str, Any]) -> GraphConfig:
+    return GraphConfig(
+        reinforce_threshold=p["reinforce_threshold"],
+        weaken_threshold=p["weaken_threshold"],
+        face_match_threshold=p["face_match_threshold"],
+        voice_match_threshold=p["voice_match_threshold"],
+        equivalence_min_confidence=p["equivalence_min_confidence"],
+        equivalence_min_evidence=p["equivalence_min_evidence"],
+    )
+
+
+def search_config(p: Mapping[str, Any]) -> SearchConfig:
+    return SearchConfig(max_query_chars=p["max_query_chars"], default_top_k=p["default_top_k"])
+
+
+def make_memorizer(p: Mapping[str, Any]):
+    """None selects the rules memorizer (Memory builds it with the graph's equivalence thresholds)."""
+    if p["memorizer"] == "rules":
+        return None
+    if p["memorizer"] == "openai":
+        from m3_memory.openai_memorizer import OpenAIMemorizer
+
+        return OpenAIMemorizer(
+            p["openai_endpoint"],
+            p["openai_model"],
+            p["openai_prompt_file"] or None,
+            api_key_env=p["openai_api_key_env"],
+            timeout_s=p["openai_timeout_s"],
+            max_retries=p["openai_max_retries"],
+        )
+    raise ValueError(f"memorizer must be 'rules' or 'openai', got {p['memorizer']!r}")
+
+
+def open_memory(p: Mapping[str, Any], embedder=None) -> Memory:
+    """Open the store first (a bad store is reported before models load), then the embedder."""
+    memorizer = make_memorizer(p)
+    store = MemoryStore(memory_dir(p))
+    try:
+        if embedder is None:
+            from m3_memory.embedder import TextEmbedder
+
+            embedder = TextEmbedder(p["text_model_path"] or None)
+        return Memory(store, embedder, graph_config(p), search_config(p), memorizer)
+    except BaseException:
+        store.close()
+        raise
