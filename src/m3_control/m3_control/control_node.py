@@ -43,12 +43,13 @@ def _float(description: str, low: float, high: float) -> ParameterDescriptor:
     return ParameterDescriptor(
         description=description,
         floating_point_range=[FloatingPointRange(from_value=low, to_value=high, step=0.0)],
+        read_only=True,
     )
 
 
 def _int(description: str, low: int, high: int) -> ParameterDescriptor:
     return ParameterDescriptor(
-        description=description, integer_range=[IntegerRange(from_value=low, to_value=high, step=1)]
+        description=description, integer_range=[IntegerRange(from_value=low, to_value=high, step=1)], read_only=True
     )
 
 
@@ -56,7 +57,7 @@ def _text(description: str, read_only: bool = True) -> ParameterDescriptor:
     return ParameterDescriptor(description=description, read_only=read_only)
 
 
-# name: (default, descriptor). Everything but goal_policy is read once at start-up.
+# name: (default, descriptor). Everything but goal_policy is read once at start-up, hence read-only.
 PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
     "backend": ("extractive", _text(f"reasoner back-end: one of {', '.join(BACKENDS)}")),
     "endpoint": ("http://localhost:8000/v1", _text("openai back-end: base URL of an OpenAI-compatible API")),

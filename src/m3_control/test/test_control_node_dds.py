@@ -212,6 +212,15 @@ def test_m3_ask_json_and_text(system, capsys):
     assert ask.main(["hello", "--action", "/m3/nobody_here", "--wait", "0.5"]) == 2
 
 
+def test_start_up_parameters_are_read_only_and_policy_is_checked(system):
+    params = system["params"]
+    future = params.set_parameters([Parameter("temperature", value=0.1), Parameter("goal_policy", value="lifo")])
+    spin_until(system["node"], future.done)
+    temperature, policy = future.result().results
+    assert not temperature.successful and "read-only" in temperature.reason
+    assert not policy.successful and "goal_policy must be one of" in policy.reason
+
+
 def test_memory_unavailable_last(system):
     stop(system["memory"])
     response = result_of(system, send(system, "Where did Alice put the keys?"))
