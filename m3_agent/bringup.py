@@ -7,6 +7,7 @@ standard ROS 2 install; the launch files in launch/ start the same nodes with th
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -49,6 +50,30 @@ def create_nodes(selected: tuple[str, ...] = NODE_NAMES) -> list[Node]:
     if unknown:
         raise ValueError(f"unknown node(s) {sorted(unknown)}; choose from {list(NODE_NAMES)}")
     return [factories[name]() for name in selected]
+
+
+def parse_overrides(items: list[str]) -> dict[str, dict[str, object]]:
+    """['memory_node.memory_dir=/data/m3'] -> {'memory_node': {'memory_dir': '/data/m3'}}; values are YAML."""
+    import yaml
+
+    overrides: dict[str, dict[str, object]] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        node, dot, name = key.partition(".")
+        if not sep or not dot or node not in NODE_NAMES or not name:
+            raise ValueError(f"expected NODE.PARAMETER=VALUE with NODE one of {list(NODE_NAMES)}, got {item!r}")
+        overrides.setdefault(node, {})[name] = yaml.safe_load(value) if value else ""
+    return overrides
+
+
+def _overrides_file(overrides: dict[str, dict[str, object]]) -> str:
+    """A parameter YAML holding the overrides; passed after the main file, so it wins."""
+    import yaml
+
+    handle = tempfile.NamedTemporaryFile("w", prefix="m3_overrides_", suffix=".yaml", delete=False)
+    with handle:
+        yaml.safe_dump({node: {"ros__parameters": values} for node, values in overrides.items()}, handle)
+    return handle.name
 
 
 @dataclass
@@ -96,12 +121,17 @@ def run(
     on_ready: Callable[[list[Node]], None] | None = None,
     ros_args: list[str] | None = None,
     stop: threading.Event | None = None,
+    overrides: dict[str, dict[str, object]] | None = None,
 ) -> int:
     """Spin the selected nodes in one MultiThreadedExecutor until Ctrl-C, exit_after_s or stop."""
     params_file = params_file or default_params_file()
     if not os.path.isfile(params_file):
         raise FileNotFoundError(f"parameter file not found: {params_file}")
-    rclpy.init(args=["m3", "--ros-args", "--params-file", params_file, *(ros_args or [])])
+    files = ["--params-file", params_file]
+    override_file = _overrides_file(overrides) if overrides else None
+    if override_file:
+        files += ["--params-file", override_file]
+    rclpy.init(args=["m3", "--ros-args", *files, *(ros_args or [])])
     nodes: list[Node] = []
     executor = MultiThreadedExecutor()
     try:
@@ -121,4 +151,6 @@ def run(
         for node in nodes:
             node.destroy_node()
         rclpy.try_shutdown()
+        if override_file:
+            os.unlink(override_file)
     return 0

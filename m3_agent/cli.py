@@ -37,6 +37,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         on_ready=check if args.check else None,
         ros_args=args.ros_args,
         stop=stop,
+        overrides=bringup.parse_overrides(args.set),
     )
     return 0 if outcome["ok"] else 1
 
@@ -49,6 +50,7 @@ def _cmd_node(args: argparse.Namespace) -> int:
             exit_after=args.exit_after,
             check=False,
             ros_args=args.ros_args,
+            set=args.set,
         )
     )
 
@@ -109,6 +111,22 @@ def _cmd_play(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from m3_agent.replay import replay
+
+    with tqdm(unit="s", desc="replay", disable=args.quiet, bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} s") as bar:
+
+        def progress(done_s: float, total_s: float) -> None:
+            bar.total = round(total_s)
+            bar.update(done_s - bar.n)
+
+        report = replay(args.bag, args.memory, args.params_file or bringup.default_params_file(), progress)
+    print(json.dumps(report))
+    return 0
+
+
 def _cmd_make_episode(args: argparse.Namespace) -> int:
     from m3_agent.demo.generate import generate
 
@@ -142,10 +160,17 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--params-file", help="parameter YAML (default: the installed config/m3.yaml)")
         p.add_argument("--exit-after", type=float, metavar="SECONDS", help="stop after this many seconds")
         p.add_argument(
+            "--set",
+            action="append",
+            default=[],
+            metavar="NODE.PARAM=VALUE",
+            help="override one parameter, e.g. --set memory_node.memory_dir=/data/m3 (repeatable)",
+        )
+        p.add_argument(
             "--ros-args",
             nargs=argparse.REMAINDER,
             default=[],
-            help="further ROS arguments, e.g. --ros-args -p memory_node.memory_dir:=/tmp/mem",
+            help="further ROS arguments (last), e.g. --ros-args --log-level debug",
         )
 
     run = sub.add_parser("run", help="run perception, memory and control nodes in one process")
@@ -196,6 +221,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="wait up to this long for every topic to have a subscriber before playing (default 5)",
     )
     play.set_defaults(func=_cmd_play)
+
+    rep = sub.add_parser(
+        "replay",
+        help="run perception + memory over a recording into a memory directory (lossless; resumes if interrupted)",
+    )
+    rep.add_argument("bag", help="rosbag2 directory (e.g. from m3 video2bag)")
+    rep.add_argument("--memory", required=True, metavar="DIR", help="memory directory (created if missing)")
+    rep.add_argument("--params-file", help="parameter YAML (default: the installed config/m3.yaml)")
+    rep.add_argument("--quiet", action="store_true", help="no progress bar")
+    rep.set_defaults(func=_cmd_replay)
 
     episode = sub.add_parser(
         "make-episode",

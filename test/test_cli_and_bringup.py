@@ -31,10 +31,20 @@ def test_unknown_params_file_is_a_clear_error():
 
 
 def test_run_check_brings_up_all_nodes(tmp_path):
-    result = run_m3("run", "--check", "--ros-args", "-p", f"memory_node.memory_dir:={tmp_path / 'memory'}")
+    result = run_m3("run", "--check", "--set", f"memory_node.memory_dir={tmp_path / 'memory'}")
     assert result.returncode == 0, result.stderr
     graph = json.loads(result.stdout)
     assert graph["nodes"] == ["control_node", "memory_node", "perception_node"]
+    assert "/m3/memory/search_clip" in graph["services"]["memory_node"]
+    assert "/m3/instruct" in graph["actions"]["control_node"]
+    assert "/m3/faces" in graph["topics"]["perception_node"]
+    assert (tmp_path / "memory" / "memory.sqlite3").exists()  # the override reached the memory node
+
+
+def test_bad_override_is_a_clear_error():
+    result = run_m3("run", "--set", "memory_dir=/tmp/x", "--exit-after", "1")
+    assert result.returncode == 2
+    assert "NODE.PARAMETER=VALUE" in result.stderr
 
 
 def test_config_names_every_node():

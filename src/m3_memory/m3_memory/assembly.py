@@ -49,9 +49,13 @@ def make_memorizer(p: Mapping[str, Any]):
     raise ValueError(f"memorizer must be 'rules' or 'openai', got {p['memorizer']!r}")
 
 
-def open_memory(p: Mapping[str, Any], embedder=None) -> Memory:
-    """Open the store first (a bad store is reported before models load), then the embedder."""
-    memorizer = make_memorizer(p)
+def open_memory(p: Mapping[str, Any], embedder=None, memorizer=None) -> Memory:
+    """Open the store first (a bad store is reported before models load), then the embedder.
+
+    memorizer: one built already with make_memorizer (a bad memorizer setting should fail before
+    the store is touched); None builds it here.
+    """
+    memorizer = memorizer if memorizer is not None else make_memorizer(p)
     store = MemoryStore(memory_dir(p))
     try:
         if embedder is None:

@@ -7,7 +7,6 @@ publishes it on /m3/memory/clips; serves /m3/memory/{search_node,search_clip,get
 
 from __future__ import annotations
 
-import os
 import threading
 import traceback
 
@@ -22,14 +21,13 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from m3_interfaces.msg import ClipMemory, Entity, EntityMatch, FaceTracks, MemoryItem, VoiceSegment
 from m3_interfaces.srv import GetEntity, GetStats, SearchClip, SearchNode
 from m3_memory import errors
+from m3_memory.assembly import make_memorizer, memory_dir, open_memory
 from m3_memory.clip_window import ClipWindows
 from m3_memory.errors import MemoryApiError, ModelMissingError, StoreError
-from m3_memory.graph import GraphConfig
 from m3_memory.memory import Memory
 from m3_memory.query_encoders import QueryEncoders
 from m3_memory.records import ClipRecord, FaceEvidence, MatchEvidence, TextNode, VoiceEvidence
-from m3_memory.search import SearchConfig, SearchHit
-from m3_memory.store import MemoryStore
+from m3_memory.search import SearchHit
 from m3_memory.tags import kind_of
 
 NODE_NAME = "memory_node"
@@ -108,33 +106,16 @@ class MemoryNode(Node):
         for name, (default, descriptor) in PARAMETERS.items():
             self.declare_parameter(name, default, descriptor)
         p = {name: self.get_parameter(name).value for name in PARAMETERS}
-        self.memory_dir = os.path.abspath(os.path.expanduser(str(p["memory_dir"])))
+        self.memory_dir = memory_dir(p)
         self.memory: Memory | None = None
         self.store_error = ""
         self.encoders = QueryEncoders()
         self._ingest_lock = threading.Lock()
-        graph_config = GraphConfig(
-            reinforce_threshold=p["reinforce_threshold"],
-            weaken_threshold=p["weaken_threshold"],
-            face_match_threshold=p["face_match_threshold"],
-            voice_match_threshold=p["voice_match_threshold"],
-            equivalence_min_confidence=p["equivalence_min_confidence"],
-            equivalence_min_evidence=p["equivalence_min_evidence"],
-        )
-        search_config = SearchConfig(max_query_chars=p["max_query_chars"], default_top_k=p["default_top_k"])
-        memorizer = self._make_memorizer(p, graph_config)
-        store = None
+        memorizer = make_memorizer(p)  # a bad memorizer setting fails start-up
         try:
-            store = MemoryStore(self.memory_dir)  # first: a bad store is reported without loading models
-            if embedder is None:
-                from m3_memory.embedder import TextEmbedder
-
-                embedder = TextEmbedder(p["text_model_path"] or None)
-            self.memory = Memory(store, embedder, graph_config, search_config, memorizer)
+            self.memory = open_memory(p, embedder, memorizer)
         except (StoreError, ValueError, ModelMissingError) as error:
             # The node stays up so callers get STORE_UNAVAILABLE with the reason instead of silence.
-            if store is not None:
-                store.close()
             self.store_error = f"memory store {self.memory_dir} unavailable: {error}"
             self.get_logger().error(self.store_error)
         first_index = self.memory.next_clip_index if self.memory else 0
@@ -180,22 +161,6 @@ class MemoryNode(Node):
         self.get_logger().info(
             f"memory_node: store {self.memory_dir}, memorizer {p['memorizer']}, clips of {p['clip_seconds']} s"
         )
-
-    def _make_memorizer(self, p: dict, graph_config: GraphConfig):
-        if p["memorizer"] == "rules":
-            return None  # Memory builds the rules memorizer with the graph's equivalence thresholds
-        if p["memorizer"] == "openai":
-            from m3_memory.openai_memorizer import OpenAIMemorizer
-
-            return OpenAIMemorizer(
-                p["openai_endpoint"],
-                p["openai_model"],
-                p["openai_prompt_file"] or None,
-                api_key_env=p["openai_api_key_env"],
-                timeout_s=p["openai_timeout_s"],
-                max_retries=p["openai_max_retries"],
-            )
-        raise ValueError(f"memorizer must be 'rules' or 'openai', got {p['memorizer']!r}")
 
     # -- evidence in --------------------------------------------------------------------------------
     def _valid_id(self, entity_id: str, kinds: tuple[str, ...]) -> bool:
