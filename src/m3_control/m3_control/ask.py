@@ -93,6 +93,11 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
+        # Feedback is a topic: give discovery a moment so the server's first feedback reaches us.
+        settle = time.monotonic() + 1.0
+        while node.count_publishers(f"{args.action}/_action/feedback") == 0 and time.monotonic() < settle:
+            executor.spin_once(timeout_sec=0.05)
+        executor.spin_once(timeout_sec=0.2)
 
         def on_feedback(message) -> None:
             f = message.feedback

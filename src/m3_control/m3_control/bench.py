@@ -119,7 +119,9 @@ def action_roundtrip_ms(goals: int) -> float:
                 raise RuntimeError("no result within 30 s")
             samples.append((time.perf_counter() - start) * 1000)
     finally:
-        executor.shutdown()
+        # Stop the spinning thread before destroying what it waits on (else a rare abort at exit).
+        executor.shutdown(timeout_sec=10.0)
+        spinner.join(timeout=10.0)
         for node in (memory_node, control, client_node):
             node.destroy_node()
         rclpy.try_shutdown(context=context)

@@ -208,7 +208,7 @@ def test_m3_ask_json_and_text(system, capsys):
     assert ask.main(["Where did Alice put the keys?"]) == 0
     captured = capsys.readouterr()
     assert captured.out.splitlines()[0] == "Alice put the car keys in the hallway drawer."
-    assert "evidence: episodic_3" in captured.out and "[round 1] search" in captured.err
+    assert "evidence: episodic_3" in captured.out
     assert ask.main(["hello", "--action", "/m3/nobody_here", "--wait", "0.5"]) == 2
 
 
