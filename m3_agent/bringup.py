@@ -133,7 +133,8 @@ def run(
         files += ["--params-file", override_file]
     rclpy.init(args=["m3", "--ros-args", *files, *(ros_args or [])])
     nodes: list[Node] = []
-    executor = MultiThreadedExecutor()
+    # More threads than the default: a running goal holds one while its memory replies need another.
+    executor = MultiThreadedExecutor(num_threads=max(4, os.cpu_count() or 1))
     try:
         nodes = create_nodes(selected)
         for node in nodes:

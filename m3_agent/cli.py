@@ -127,6 +127,13 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+# Subcommands implemented by a package's own main(argv); every argument, --help included, is theirs.
+DELEGATED = {
+    "ask": ("m3_control.ask", "ask the running control node a question (the Instruct action)"),
+    "judge": ("m3_control.judge", "judge answers against ground truth (model endpoint or labelled match)"),
+}
+
+
 def _cmd_make_episode(args: argparse.Namespace) -> int:
     from m3_agent.demo.generate import generate
 
@@ -242,6 +249,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     episode.set_defaults(func=_cmd_make_episode)
 
+    for name, (_module, text) in DELEGATED.items():
+        sub.add_parser(name, help=text, add_help=False)  # listed in --help; main() hands it over
+
     bench = sub.add_parser(
         "bench",
         help="benchmarks; each prints one JSON object as its last stdout line",
@@ -254,6 +264,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in DELEGATED:
+        import importlib
+
+        return importlib.import_module(DELEGATED[argv[0]][0]).main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

@@ -157,7 +157,7 @@ def _portrait(photo: np.ndarray, height: int) -> np.ndarray:
 def render_frames(truth: EpisodeTruth, photos: dict[str, np.ndarray], fps: int, width: int, height: int):
     """Yield RGB frames: the speaker large in the middle, the others present smaller beside."""
     big = {p: _portrait(img, int(height * 0.62)) for p, img in photos.items()}
-    small = {p: _portrait(img, int(height * 0.42)) for p, img in photos.items()}
+    small = {p: _portrait(img, int(height * 0.36)) for p, img in photos.items()}
     gradient = np.linspace(200, 120, height, dtype=np.float32)[:, None, None] * np.array([1.0, 0.95, 0.85])
     background = np.broadcast_to(gradient, (height, width, 3)).astype(np.uint8).copy()
     background[int(height * 0.8) :] = (110, 90, 70)  # the floor
