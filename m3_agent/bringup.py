@@ -66,7 +66,7 @@ def parse_overrides(items: list[str]) -> dict[str, dict[str, object]]:
     return overrides
 
 
-def _overrides_file(overrides: dict[str, dict[str, object]]) -> str:
+def overrides_file(overrides: dict[str, dict[str, object]]) -> str:
     """A parameter YAML holding the overrides; passed after the main file, so it wins."""
     import yaml
 
@@ -128,7 +128,7 @@ def run(
     if not os.path.isfile(params_file):
         raise FileNotFoundError(f"parameter file not found: {params_file}")
     files = ["--params-file", params_file]
-    override_file = _overrides_file(overrides) if overrides else None
+    override_file = overrides_file(overrides) if overrides else None
     if override_file:
         files += ["--params-file", override_file]
     rclpy.init(args=["m3", "--ros-args", *files, *(ros_args or [])])

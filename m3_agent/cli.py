@@ -112,18 +112,38 @@ def _cmd_play(args: argparse.Namespace) -> int:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from m3_agent.replay import replay
 
-    with tqdm(unit="s", desc="replay", disable=args.quiet, bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} s") as bar:
+    params_file = args.params_file or bringup.default_params_file()
+    print(json.dumps(replay(args.bag, args.memory, params_file, show_progress=not args.quiet)))
+    return 0
 
-        def progress(done_s: float, total_s: float) -> None:
-            bar.total = round(total_s)
-            bar.update(done_s - bar.n)
 
-        report = replay(args.bag, args.memory, args.params_file or bringup.default_params_file(), progress)
-    print(json.dumps(report))
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from m3_agent.evaluation import annotations, report
+    from m3_agent.evaluation.runner import evaluate
+    from m3_control.judge import make_judge
+
+    if not 1 <= args.max_rounds <= 20:
+        raise ValueError("--max-rounds must be within 1..20")
+    questions = annotations.load(args.annotations, args.episode)
+    judge, method = make_judge(args.judge_endpoint, args.judge_model, args.judge_timeout, args.judge_api_key_env)
+    out = Path(args.out)
+
+    def show(record: dict) -> None:
+        if not args.quiet:
+            mark = "correct" if record["verdict"] else "wrong"
+            print(
+                f"[{record['question_id']}] {record['question']}\n    -> {record['answer']!r} ({mark}; "
+                f"expected {record['ground_truth']!r}; evidence {', '.join(record['evidence']) or 'none'})",
+                file=sys.stderr,
+            )
+
+    params_file = args.params_file or bringup.default_params_file()
+    records = evaluate(questions, args.episodes, out, judge, method, params_file, args.max_rounds, show)
+    summary = report.summarize(records)
+    print(report.format_table(summary), file=sys.stderr)
+    print(json.dumps({"results": str(out), "judge": method, **summary}))
     return 0
 
 
@@ -132,6 +152,14 @@ DELEGATED = {
     "ask": ("m3_control.ask", "ask the running control node a question (the Instruct action)"),
     "judge": ("m3_control.judge", "judge answers against ground truth (model endpoint or labelled match)"),
 }
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from m3_agent.demo.pipeline import run_demo
+
+    result = run_demo(args.out, args.params_file or bringup.default_params_file(), args.fresh, not args.quiet)
+    print(json.dumps(result))
+    return 0
 
 
 def _cmd_make_episode(args: argparse.Namespace) -> int:
@@ -229,6 +257,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     play.set_defaults(func=_cmd_play)
 
+    demo = sub.add_parser(
+        "demo",
+        help="the whole demo: generate an episode, record, replay into memory, ask its questions, write HTML",
+    )
+    demo.add_argument("--out", default="m3_demo", help="working directory (default ./m3_demo; reused if present)")
+    demo.add_argument("--fresh", action="store_true", help="delete the working directory first")
+    demo.add_argument("--params-file", help="parameter YAML (default: the installed config/m3.yaml)")
+    demo.add_argument("--quiet", action="store_true", help="no progress bar")
+    demo.set_defaults(func=_cmd_demo)
+
     rep = sub.add_parser(
         "replay",
         help="run perception + memory over a recording into a memory directory (lossless; resumes if interrupted)",
@@ -238,6 +276,23 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--params-file", help="parameter YAML (default: the installed config/m3.yaml)")
     rep.add_argument("--quiet", action="store_true", help="no progress bar")
     rep.set_defaults(func=_cmd_replay)
+
+    ev = sub.add_parser(
+        "eval",
+        help="answer M3-Bench-format questions with the control action, judge them, write JSONL + a summary",
+    )
+    ev.add_argument("--annotations", required=True, help="robot.json / web.json style file")
+    ev.add_argument("--episodes", required=True, metavar="DIR", help="DIR/<episode_id>/memory from m3 replay")
+    ev.add_argument("--episode", nargs="+", help="only these episode ids")
+    ev.add_argument("--out", default="m3_eval.jsonl", help="results, one JSON line per question (resumes)")
+    ev.add_argument("--max-rounds", type=int, default=5, help="retrieval rounds per question, 1..20 (default 5)")
+    ev.add_argument("--params-file", help="parameter YAML (default: the installed config/m3.yaml)")
+    ev.add_argument("--judge-endpoint", default="", help="OpenAI-compatible judge (default: labelled normalised match)")
+    ev.add_argument("--judge-model", default="gpt-4o", help="judge model name (with --judge-endpoint)")
+    ev.add_argument("--judge-timeout", type=float, default=60.0, help="judge request timeout [s]")
+    ev.add_argument("--judge-api-key-env", default="OPENAI_API_KEY", help="variable holding the judge's API key")
+    ev.add_argument("--quiet", action="store_true", help="no per-question lines on stderr")
+    ev.set_defaults(func=_cmd_eval)
 
     episode = sub.add_parser(
         "make-episode",
@@ -272,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (FileNotFoundError, FileExistsError, ValueError) as error:
+    except (FileNotFoundError, FileExistsError, ValueError, RuntimeError) as error:
         print(f"m3 {args.command}: error: {error}", file=sys.stderr)
         return 2
 

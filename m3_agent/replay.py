@@ -229,9 +229,18 @@ class Replayer:
         )
 
 
-def replay(bag: str | Path, memory_dir: str | Path, params_file: str | Path, progress=None) -> dict:
+def replay(bag: str | Path, memory_dir: str | Path, params_file: str | Path, show_progress: bool = False) -> dict:
+    """Replay `bag` into `memory_dir`; the report as a dict. A tqdm bar on stderr if asked."""
+    from tqdm import tqdm
+
     replayer = Replayer(memory_dir, params_file)
+    total_s = round(bag_info(bag).duration_s, 1)
     try:
-        return asdict(replayer.run(bag, progress))
+        with tqdm(total=total_s, unit="s", desc="replay", disable=not show_progress) as bar:
+
+            def progress(done_s: float, _total_s: float) -> None:
+                bar.update(round(done_s, 1) - bar.n)
+
+            return asdict(replayer.run(bag, progress))
     finally:
         replayer.close()

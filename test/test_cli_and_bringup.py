@@ -19,7 +19,8 @@ def run_m3(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
 def test_help_lists_subcommands():
     result = run_m3("--help")
     assert result.returncode == 0, result.stderr
-    for command in ("run", "node", "video2bag", "play", "replay", "make-episode", "ask", "judge", "bench"):
+    commands = ("run", "node", "video2bag", "play", "replay", "make-episode", "demo", "eval", "ask", "judge", "bench")
+    for command in commands:
         assert re.search(rf"^\s+{command}\s+\S", result.stdout, re.MULTILINE), f"{command} missing from --help"
     assert "m3-agent-ros" in result.stdout
 

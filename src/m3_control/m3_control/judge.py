@@ -67,6 +67,22 @@ class ModelJudge:
         raise ReasonerError("MODEL_ERROR", f"judge replied neither Yes nor No: {reply[:80]!r}")
 
 
+def make_judge(endpoint: str, model: str, timeout_s: float, api_key_env: str):
+    """(judge(question, truth, answer) -> bool, method label): a model judge, or the labelled match."""
+    if endpoint:
+        config = OpenAIConfig(
+            endpoint=endpoint,
+            model=model,
+            temperature=0.0,
+            top_p=1.0,
+            max_tokens=16,
+            timeout_s=timeout_s,
+            api_key=os.environ.get(api_key_env, ""),
+        )
+        return ModelJudge(config), f"model:{model}"
+    return (lambda question, truth, answer: match(truth, answer)), "normalised-match"
+
+
 def read_items(path: str) -> list[dict]:
     """JSON lines from a file or stdin ('-'); a bad line is a ValueError naming its number."""
     if path == "-":
@@ -113,19 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print("m3 judge: error: give --truth and --answer, or --file", file=sys.stderr)
         return 2
-    if args.endpoint:
-        config = OpenAIConfig(
-            endpoint=args.endpoint,
-            model=args.model,
-            temperature=0.0,
-            top_p=1.0,
-            max_tokens=16,
-            timeout_s=args.timeout,
-            api_key=os.environ.get(args.api_key_env, ""),
-        )
-        judge, method = ModelJudge(config), f"model:{args.model}"
-    else:
-        judge, method = (lambda q, t, a: match(t, a)), "normalised-match"
+    judge, method = make_judge(args.endpoint, args.model, args.timeout, args.api_key_env)
     correct = 0
     for item in items:
         truth = item.get("ground_truth", item.get("truth", ""))
