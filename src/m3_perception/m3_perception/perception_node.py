@@ -143,7 +143,12 @@ class PerceptionNode(Node):
             self.create_subscription(CompressedImage, image_topic, self._on_compressed, qos_profile_sensor_data)
         else:
             self.create_subscription(Image, image_topic, self._on_image, qos_profile_sensor_data)
-        self.create_subscription(AudioChunk, g("audio_topic").value, self._on_audio, qos_profile_sensor_data)
+        # Sensor-data QoS (best effort) with a deeper history for audio: a chunk lost while the executor
+        # is busy is a hole in speech, so 10 s of 0.1 s chunks may wait; a late frame just gets skipped.
+        audio_qos = QoSProfile(
+            depth=100, reliability=ReliabilityPolicy.BEST_EFFORT, durability=DurabilityPolicy.VOLATILE
+        )
+        self.create_subscription(AudioChunk, g("audio_topic").value, self._on_audio, audio_qos)
         self.get_logger().info(f"perception ready: camera {image_topic} ({transport}), audio {g('audio_topic').value}")
 
     # -- inputs --------------------------------------------------------------------------------
