@@ -1,0 +1,158 @@
+"""Play a recording to the running nodes over DDS (with /clock), then check the memory they built:
+its identities, names and memories on disk, the memory services from another process, and an
+answer from the control action."""
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+import rclpy
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+from m3_agent.recording.player import BagPlayer, PlaybackOptions
+
+SETTLE_S = 8.0  # no perception output for this long after playback: the nodes have caught up
+
+
+def start_suite(memory_dir, *nodes: str) -> subprocess.Popen:
+    args = [
+        "m3",
+        "run",
+        "--set",
+        f"memory_node.memory_dir={memory_dir}",
+        "--set",
+        "perception_node.image_transport=compressed",
+        "--ros-args",
+        "-p",
+        "use_sim_time:=true",
+    ]
+    if nodes:
+        args[2:2] = ["--nodes", *nodes]
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def stop_suite(process: subprocess.Popen) -> str:
+    process.send_signal(signal.SIGINT)  # the memory node stores its open clip on shutdown
+    try:
+        output, _ = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output, _ = process.communicate()
+    return output
+
+
+def wait_for_service(node: Node, srv_type, name: str, timeout_s: float = 120.0):
+    client = node.create_client(srv_type, name)
+    assert client.wait_for_service(timeout_sec=timeout_s), f"{name} did not come up"
+    return client
+
+
+def call(client, request, timeout_s: float = 30.0):
+    done = threading.Event()
+    future = client.call_async(request)
+    future.add_done_callback(lambda _: done.set())
+    assert done.wait(timeout_s), "service call timed out"
+    return future.result()
+
+
+@pytest.fixture(scope="module")
+def ros():
+    rclpy.init()
+    node = Node("bag_test_client")
+    executor = MultiThreadedExecutor()
+    executor.add_node(node)
+    thread = threading.Thread(target=executor.spin, daemon=True)
+    thread.start()
+    yield node
+    executor.shutdown()
+    node.destroy_node()
+    rclpy.try_shutdown()
+
+
+@pytest.fixture(scope="module")
+def played_memory(ros, episode_bag, tmp_path_factory):
+    """Play the bag in real time to perception + memory + control; stop them; return the memory dir."""
+    from m3_interfaces.msg import FaceTracks, VoiceSegment
+    from m3_interfaces.srv import GetStats
+
+    memory_dir = tmp_path_factory.mktemp("bag_memory") / "memory"
+    suite = start_suite(memory_dir)
+    try:
+        wait_for_service(ros, GetStats, "/m3/memory/get_stats")
+        last_output = [time.monotonic()]
+        counts = {"faces": 0, "voices": 0}
+
+        def seen(kind):
+            def callback(_msg):
+                counts[kind] += 1
+                last_output[0] = time.monotonic()
+
+            return callback
+
+        qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+        ros.create_subscription(FaceTracks, "/m3/faces", seen("faces"), qos)
+        ros.create_subscription(VoiceSegment, "/m3/voices", seen("voices"), qos)
+        player = BagPlayer(ros, str(episode_bag), PlaybackOptions(rate=1.0, wait_for_subscribers_s=60))
+        assert player.play() > 0
+        last_output[0] = time.monotonic()
+        deadline = time.monotonic() + 180
+        while time.monotonic() - last_output[0] < SETTLE_S and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert counts["faces"] > 0 and counts["voices"] >= 3, counts
+    finally:
+        log = stop_suite(suite)
+    assert suite.returncode == 0, log[-3000:]
+    return memory_dir
+
+
+def test_memory_on_disk_has_the_people_their_names_and_what_they_said(played_memory):
+    from m3_memory.store import MemoryStore
+
+    store = MemoryStore(str(played_memory), create=False)
+    try:
+        assert store.integrity_check() == []
+        export = store.export_json()
+    finally:
+        store.close()
+    faces = [e for e in export["entities"] if e["kind"] == "face"]
+    assert len(faces) == 2, [f["entity_id"] for f in faces]
+    persons = {e["entity_id"]: e for e in export["entities"] if e["kind"] == "person"}
+    assert "Alice" in {p["name"] for p in persons.values()}
+    texts = " ".join(n["text"].lower() for n in export["text_nodes"])
+    assert "kitchen drawer" in texts and "green tea" in texts
+    # Alice's face and her voice were united into one person by face-voice evidence
+    alice = next(p for p in persons.values() if p["name"] == "Alice")
+    members = {e["kind"] for e in export["entities"] if e.get("person_id") == alice["entity_id"]}
+    assert members == {"face", "voice"}
+
+
+def test_services_and_the_control_action_answer_from_that_memory(ros, played_memory):
+    from m3_interfaces.srv import GetStats, SearchClip
+
+    suite = start_suite(played_memory, "memory_node", "control_node")
+    try:
+        stats = call(wait_for_service(ros, GetStats, "/m3/memory/get_stats"), GetStats.Request())
+        assert stats.error_code == GetStats.Response.OK and stats.clips >= 1 and stats.faces == 2
+        search = wait_for_service(ros, SearchClip, "/m3/memory/search_clip")
+        found = call(search, SearchClip.Request(query="where is the red folder", top_k=2, threshold=0.3))
+        assert found.error_code == SearchClip.Response.OK and found.clips
+        assert any("kitchen drawer" in item.text for item in found.clips[0].episodic + found.clips[0].semantic)
+        asked = subprocess.run(
+            ["m3", "ask", "Where did Alice put the red folder?", "--json", "--wait", "60"],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env={**os.environ},
+        )
+        assert asked.returncode == 0, asked.stderr
+        answer = json.loads(asked.stdout.splitlines()[-1])
+        assert "kitchen drawer" in answer["answer"].lower()
+        assert answer["evidence_ids"]
+    finally:
+        stop_suite(suite)
