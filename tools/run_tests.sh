@@ -1,11 +1,33 @@
 #!/usr/bin/env bash
 # Run every test of the workspace (expects env.sh sourced; `bash bootstrap.sh test` does both).
-# Extra arguments go to pytest, e.g.  tools/run_tests.sh -k interfaces -x
-set -euo pipefail
+# Each test directory runs in its own pytest process (packages keep test helpers with the same
+# names, and each gets a fresh ROS context). Extra arguments go to every pytest run, e.g.
+#   tools/run_tests.sh -k interfaces -x          M3_TEST_DIRS="test bag_tests" tools/run_tests.sh
+set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 # A domain of our own keeps concurrent test runs on one machine from seeing each other.
 export ROS_DOMAIN_ID=${ROS_DOMAIN_ID:-$((RANDOM % 100 + 1))}
 export ROS_AUTOMATIC_DISCOVERY_RANGE=${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}
-ruff check --quiet .
-exec python -m pytest test src/m3_perception/test src/m3_memory/test src/m3_control/test bag_tests "$@"
+ruff check --quiet . || exit 1
+
+passed=0 failed=0 skipped=0 status=0
+log=$(mktemp)
+for dir in ${M3_TEST_DIRS:-test src/m3_perception/test src/m3_memory/test src/m3_control/test bag_tests}; do
+  echo "=== $dir"
+  python -m pytest "$dir" "$@" 2>&1 | tee "$log"
+  code=${PIPESTATUS[0]}
+  # exit 5 = nothing collected (e.g. a -k filter that selects nothing here): not a failure
+  [ "$code" -eq 0 ] || [ "$code" -eq 5 ] || status=1
+  summary=$(tail -n 1 "$log")
+  for kind in passed failed skipped; do
+    n=$(grep -oE "[0-9]+ $kind" <<<"$summary" | grep -oE "[0-9]+" || echo 0)
+    eval "$kind=\$(( $kind + ${n:-0} ))"
+  done
+  errors=$(grep -oE "[0-9]+ errors?" <<<"$summary" | grep -oE "[0-9]+" || echo 0)
+  failed=$((failed + ${errors:-0}))
+done
+rm -f "$log"
+echo "tests: $passed passed, $failed failed, $skipped skipped"
+[ "$passed" -gt 0 ] || { echo "no test ran" >&2; exit 1; }
+exit "$status"
