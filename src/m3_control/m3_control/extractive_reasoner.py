@@ -1,10 +1,22 @@
 """The embedded reasoner (no language model): searches built from the instruction, answers copied from evidence.
 
-It searches the instruction itself, then its key phrase, then each named person, and for
-"what is X's id" / "which character is X" the character-id lookup the reference uses. It answers with the
-retrieved memory that covers most of the instruction's content words (people's ids counted under
-the names memory gives them), citing that memory, and says "I don't know" when no memory covers
-enough. Plans come only from the instruction's own words plus places found in evidence.
+Searching. The loop's reference settings (search_clip top 2 clips at 0.5, ≤5 rounds) suit a model
+that reads whole clips; this back-end ranks single memories by word overlap instead, so each of its
+searches asks search_clip for the top 3 clips at threshold 0.3 and search_node for 30 nodes
+(EXTRACTIVE_SEARCH). It searches the instruction, then each person it names (memory answers with
+that person's entity and ids), then the ids learnt for those people, then the key words; "what is
+X's id" / "which character is X" first get the character-id lookup the reference uses (loop
+defaults: search_node, 20 nodes).
+
+Answering. Every retrieved memory (entity ids rendered as the names memory knows) is scored by
+the share of the instruction's content words it covers: the same word (after light stemming) counts
+1, a related word (a small lexicon of everyday concepts: drinks, food, instruments, jobs, habits,
+...) counts 0.5, and the named people count as words. Ties go to the memory that holds the kind of
+thing asked for (a place for "where", a time for "when", a number for "how many", a person for
+"who"), then to the latest clip (the current state), then to the densest memory. The answer is the
+best memory; when it misses some of the question's words or the kind of thing asked for, the memory
+that best supplies them is appended (questions that chain two facts). Below half coverage it says
+"I don't know". Plans come only from the instruction's own words plus places found in evidence.
 """
 
 from __future__ import annotations
@@ -18,10 +30,55 @@ from m3_control.reasoner import Answer, LoopState, Search
 from m3_control.skills import is_question
 
 STOP = set(
-    "a an the is are was were be been of to in on at by for with and or but not do does did done what who whom whose "
-    "where when which why how please can could would you your me my i it its this that these those there here have "
-    "has had any some about from into onto up down out over under again then than so if as just also".split()
+    "a an the is are was were be been am of to in on at by for with and or but not do does did done what who whom "
+    "whose where when which why how please can could would should must might may shall you your me my i it its this "
+    "that these those there here have has had any some about from into onto up down out over under again then than so "
+    "if as just also now currently right his her their our him them he she they we us tell know".split()
 )
+# Words that say what kind of answer is wanted, not what it is about.
+ROLE_WORDS = set("name named called person people woman women man men girl boy lady guy someone somebody one".split())
+COMMAND_VERBS = set("bring fetch get give hand take go navigate drive move look find show".split())
+PHRASES = (
+    (re.compile(r"\b(?:kept|keep|keeping|stay|stays|staying)\s+away\s+from\b", re.I), "avoid"),
+    (re.compile(r"\bin the morning\b", re.I), "in the morning"),
+)
+# Everyday concepts: words of one group count as related (half a match).
+RELATED_GROUPS = (
+    "drink beverage coffee tea juice water milk beer wine soda latte espresso cocoa lemonade",
+    "food eat meal snack peanut nut bread cake cookie chocolate pizza fruit apple banana rice pasta cheese egg "
+    "fish meat dessert candy soup salad sandwich",
+    "bake cook cake bread cookie pie muffin oven roast fry recipe",
+    "avoid allergic allergy dislike hate",
+    "instrument music piano guitar violin drum flute cello trumpet saxophone ukulele harp sing song",
+    "job work profession occupation career nurse doctor engineer teacher photographer chef lawyer driver "
+    "programmer developer artist writer farmer student",
+    "nurse doctor hospital clinic patient medicine",
+    "teacher school student class",
+    "engineer software computer laptop code",
+    "usual usually always often normally regularly habit every",
+    "pet dog cat bird hamster rabbit parrot animal",
+    "exercise sport jog run swim gym yoga tennis football soccer",
+    "birthday party celebrate",
+)
+TIME_RE = re.compile(
+    r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekends?|today|tomorrow|tonight|yesterday|"
+    r"morning|evening|afternoon|night|noon|midnight|january|february|march|april|june|july|august|september|"
+    r"october|november|december|o'clock|\d{1,2}(?::\d\d)?\s*(?:am|pm)|(?:next|last|this) (?:week|month|year)|"
+    r"at (?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\d{1,2}))\b",
+    re.IGNORECASE,
+)
+NUMBER_RE = re.compile(
+    r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|dozen|twenty|hundred|few|several)\b",
+    re.IGNORECASE,
+)
+ANSWER_PLACE_RE = re.compile(
+    r"\b(?:(?:in|on|at|under|inside|into|onto|near|behind|beside|by|next to)\s+(?:the|my|his|her|their|our|your|a)|"
+    r"to\s+(?:my|his|her|their|our|your))\s+[a-z]+",
+    re.IGNORECASE,
+)
+NOT_PEOPLE = set("The A An I It Its This That These Those There Here He She They We You Yes No Equivalence".split())
+# Parameters of this back-end's searches (documented above; model back-ends keep the loop's).
+EXTRACTIVE_SEARCH = {"top_k": 3, "threshold": 0.3, "node_top_k": 30}
 NAME_PATTERNS = (
     r"<?({id})>?(?:'s name is| is named| is called| introduced (?:himself|herself|themselves|themself) as| is) "
     r"([A-Z][a-z]+)"
@@ -47,11 +104,79 @@ PLACE_RE = re.compile(
 
 
 def _stem(word: str) -> str:
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+    """Light stemming so that takes/taking/take, pictures/picture, moved/move meet."""
+    word = word.lower().replace("'s", "").strip("'")
+    if len(word) > 4 and word.endswith("ies"):
+        word = word[:-3] + "y"
+    elif len(word) > 3 and word.endswith("s") and not word.endswith("ss") and not word.endswith("us"):
+        word = word[:-1]
+    if len(word) > 5 and word.endswith("ing"):
+        word = word[:-3]
+    elif len(word) > 4 and word.endswith("ed") and not word.endswith("eed"):
+        word = word[:-2]
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":  # stopp(ed) -> stop
+        word = word[:-1]
+    return word
+
+
+RELATED: dict[str, set[str]] = {}
+for _group in RELATED_GROUPS:
+    _stems = {_stem(w) for w in _group.split()}
+    for _s in _stems:
+        RELATED.setdefault(_s, set()).update(_stems - {_s})
+
+
+def _normalise_phrases(text: str) -> str:
+    for pattern, replacement in PHRASES:
+        text = pattern.sub(replacement, text)
+    return text
 
 
 def content_words(text: str) -> set[str]:
-    return {_stem(w) for w in re.findall(r"[a-z0-9']+", text.lower().replace("'s", "")) if w not in STOP}
+    words = re.findall(r"[a-z0-9']+", _normalise_phrases(text).lower())
+    return {_stem(w) for w in words if w not in STOP and w.replace("'s", "") not in STOP and _stem(w)}
+
+
+def question_words(instruction: str) -> set[str]:
+    """What the instruction is about: content words without answer-kind words ("name of the woman")
+    or the command verb of a request."""
+    words = content_words(instruction) - {_stem(w) for w in ROLE_WORDS}
+    if not is_question(instruction):
+        first = re.findall(r"[a-z]+", instruction.lower())
+        if first and first[0] in COMMAND_VERBS:
+            words.discard(_stem(first[0]))
+    return words
+
+
+def answer_kind(instruction: str) -> str:
+    """What the instruction asks for: "time", "place", "number", "person" or ""."""
+    text = instruction.lower().strip()
+    if re.match(r"^(?:when\b|what (?:time|day|date)\b|which day\b)", text):
+        return "time"
+    if re.match(r"^where\b", text):
+        return "place"
+    if re.match(r"^how (?:many|much|old|long)\b", text):
+        return "number"
+    if re.match(r"^(?:who|whom|whose)\b|^which (?:person|one|of them)\b", text) or re.search(r"\bname of\b", text):
+        return "person"
+    return ""
+
+
+def holds_kind(text: str, kind: str, names: set[str]) -> bool:
+    if kind == "time":
+        return bool(TIME_RE.search(text))
+    if kind == "place":
+        return bool(ANSWER_PLACE_RE.search(text))
+    if kind == "number":
+        return bool(NUMBER_RE.search(text))
+    if kind == "person":
+        capitalised = set(re.findall(r"\b[A-Z][a-z]+\b", text)) - NOT_PEOPLE
+        return bool(
+            ENTITY_ID_RE.search(text) or capitalised or any(re.search(rf"\b{re.escape(n)}\b", text) for n in names)
+        )
+    return False
 
 
 def person_names(instruction: str) -> list[str]:
@@ -60,11 +185,28 @@ def person_names(instruction: str) -> list[str]:
     return [w for w in words[1:] if w[0].isupper() and w.lower() not in STOP]
 
 
+ANY_ID = r"(?:face|voice|person|character)_\d+"
+PERSON_HIT_RE = re.compile(rf"^<({ANY_ID})> is called ([A-Z][\w-]*); faces and voices: (.*)$")
+MEMBER_HIT_RE = re.compile(rf"^<({ANY_ID})> of <({ANY_ID})>(?: \(([A-Z][\w-]*)\))?")
+
+
 def names_from(evidence: list[Memory]) -> dict[str, str]:
-    """Entity id -> name, from memories such as "<face_1> is named Alice"."""
+    """Entity id -> name, from memories such as "<face_1> is named Alice" and from the entities
+    search_node returns ("<person_2> is called Bob; faces and voices: face_3, voice_2")."""
     names: dict[str, str] = {}
-    pattern = re.compile(NAME_PATTERNS.format(id=r"(?:face|voice|person|character)_\d+"))
+    pattern = re.compile(NAME_PATTERNS.format(id=ANY_ID))
     for memory in evidence:
+        hit = PERSON_HIT_RE.match(memory.text.strip())
+        if hit:
+            for entity in [hit.group(1), *re.findall(ANY_ID, hit.group(3))]:
+                names.setdefault(entity, hit.group(2))
+            continue
+        hit = MEMBER_HIT_RE.match(memory.text.strip())
+        if hit:
+            if hit.group(3):
+                names.setdefault(hit.group(1), hit.group(3))
+                names.setdefault(hit.group(2), hit.group(3))
+            continue
         for match in pattern.finditer(memory.text):
             names.setdefault(match.group(1), match.group(2))
     return names
@@ -74,10 +216,35 @@ def with_names(text: str, names: dict[str, str]) -> str:
     return ENTITY_ID_RE.sub(lambda m: names.get(m.group(1) or m.group(2), m.group(0)), text)
 
 
+def _is_bookkeeping(memory: Memory) -> bool:
+    """Memories that only say who is who or who was seen: they answer no question but an id lookup."""
+    text = memory.text.strip()
+    if memory.kind in ("face", "voice", "person"):
+        return True
+    if text.startswith("Equivalence:") or re.fullmatch(r"\S+ is seen\.?", text):
+        return True
+    return bool(re.fullmatch(NAME_PATTERNS.format(id=ANY_ID) + r"\.?", text)) or bool(
+        re.fullmatch(r"[A-Z][\w-]* (?:is called|is named) [A-Z][\w-]*\.?", text)
+    )
+
+
 @dataclass
 class ExtractiveConfig:
     strong: float = 0.75  # answer at once when a memory covers this share of the instruction's content words
     weak: float = 0.5  # below this share at the end: "I don't know"
+    related: float = 0.5  # what a related word (same everyday concept) counts for, a same word counting 1
+    complement: float = 0.15  # least coverage of a memory appended to supply what the best one misses
+
+
+@dataclass
+class Scored:
+    coverage: float  # share of the instruction's words covered (related words count `related`)
+    memory: Memory
+    text: str  # the memory with ids rendered as names
+    exact: frozenset  # instruction words the memory has
+    touched: frozenset  # instruction words it has or has a related word for
+    kind: bool  # holds the kind of thing asked for
+    density: float  # covered words per content word of the memory
 
 
 class ExtractiveReasoner:
@@ -95,61 +262,92 @@ class ExtractiveReasoner:
         if lookup:
             out.append(f"What is the character id of {lookup}")
         out.append(text)
-        named = {n.lower() for n in person_names(instruction)}
-        out.extend(f"<{entity}>" for entity, name in names_from(list(evidence)).items() if name.lower() in named)
+        names = person_names(instruction)
+        out.extend(names)
+        named = {n.lower() for n in names}
+        learnt: dict[str, str] = {}  # one id per named person (memory expands a person to all its ids)
+        for entity, name in sorted(names_from(list(evidence)).items(), key=lambda p: not p[0].startswith("person_")):
+            if name.lower() in named:
+                learnt.setdefault(name.lower(), entity)
+        out.extend(f"<{entity}>" for entity in learnt.values())
         key = " ".join(w for w in re.findall(r"[\w'-]+", text) if w.lower() not in STOP)
         if key:
             out.append(key)
-        for name in person_names(instruction):
-            out.append(f"What is the character id of {name}")
-            out.append(name)
         unique: list[str] = []
         for query in out:
             if query.lower() not in (q.lower() for q in unique):
                 unique.append(query)
         return unique
 
+    def search(self, query: str) -> Search:
+        if asks_for_id(query) and not query.startswith("<"):
+            return Search(query=query)  # the reference character-id lookup, with the loop's settings
+        return Search(query=query, **EXTRACTIVE_SEARCH)
+
     # --- judging evidence ----------------------------------------------------------------------
-    def support(self, instruction: str, memory: Memory, names: dict[str, str]) -> float:
-        """Share of the instruction's content words a memory covers; 0 when it misses every named person."""
-        wanted = content_words(instruction)
-        if not wanted:
-            return 0.0
+    def score(self, instruction: str, memory: Memory, names: dict[str, str]) -> Scored:
+        wanted = question_words(instruction)
         text = with_names(memory.text, names)
         have = content_words(text)
-        named = [n.lower() for n in person_names(instruction)]
-        if named and not any(n in have for n in named):
-            return 0.0
-        return len(wanted & have) / len(wanted)
+        # a memory about a named person's ids counts as naming them
+        have |= {_stem(names[e]) for e in memory.entity_ids if e in names}
+        exact = wanted & have
+        asked = {n.lower() for n in person_names(instruction)}
+        mentioned = {w.lower() for w in re.findall(r"\b[A-Z][a-z]+\b", text)} - {w.lower() for w in NOT_PEOPLE}
+        asked_ids = {e for e, n in names.items() if n.lower() in asked}
+        elsewhere = bool(memory.entity_ids) and bool(asked_ids) and not set(memory.entity_ids) & asked_ids
+        if asked and not asked & have and (mentioned - asked or elsewhere):
+            exact = frozenset()  # about somebody else: it cannot answer a question about these people
+        related = {w for w in wanted - exact if RELATED.get(w, set()) & have} if exact else set()
+        asked_stems = {_stem(n) for n in asked}
+        if wanted - asked_stems and not (exact | related) - asked_stems:
+            exact, related = frozenset(), set()  # only the name in common: nothing about what is asked
+        coverage = (len(exact) + self.config.related * len(related)) / len(wanted) if wanted else 0.0
+        kind = holds_kind(text, answer_kind(instruction), set(names.values()))
+        density = (len(exact) + len(related)) / max(1, len(have))
+        return Scored(coverage, memory, text, frozenset(exact), frozenset(exact | related), kind, density)
 
-    def ranked(self, state: LoopState) -> list[tuple[float, Memory]]:
+    def support(self, instruction: str, memory: Memory, names: dict[str, str]) -> float:
+        """Share of the instruction's content words a memory covers (related words count half)."""
+        return self.score(instruction, memory, names).coverage
+
+    def ranked_scores(self, state: LoopState) -> list[Scored]:
         names = names_from(state.evidence)
-        # A memory that only says "<face_2> is named Bob" answers no question about Bob but his id.
-        naming = re.compile(NAME_PATTERNS.format(id=r"(?:face|voice|person|character)_\d+") + r"\.?$")
-        candidates = [m for m in state.evidence if not naming.fullmatch(m.text.strip())]
-        scored = [(self.support(state.instruction, m, names), m) for m in candidates]
+        candidates = [m for m in state.evidence if not _is_bookkeeping(m)]
+        scored = [self.score(state.instruction, m, names) for m in candidates]
         # A command needs to know where things are: among equals, prefer memories that name a place.
         command = not is_question(state.instruction)
-        scored.sort(key=lambda p: (-p[0], -(command and bool(PLACE_RE.search(p[1].text.lower()))), -p[1].score))
+        scored.sort(
+            key=lambda s: (
+                -round(s.coverage, 6),
+                -s.kind,
+                -(command and bool(PLACE_RE.search(s.text.lower()))),
+                -s.memory.clip_index,  # the latest state of things
+                -s.density,
+                -s.memory.score,
+            )
+        )
         return scored
 
+    def ranked(self, state: LoopState) -> list[tuple[float, Memory]]:
+        return [(s.coverage, s.memory) for s in self.ranked_scores(state)]
+
     def decide(self, state: LoopState) -> Search | Answer:
-        ranked = self.ranked(state)
-        best = ranked[0][0] if ranked else 0.0
+        ranked = self.ranked_scores(state)
+        best = ranked[0].coverage if ranked else 0.0
         lookup = id_lookup(state.instruction)
         if lookup and not state.must_answer:
             found = self.id_answer(lookup, state)
             if found:
                 return found
-        if best >= self.config.strong and not lookup:
+        done = {s.lower() for s in state.queries}
+        remaining = [q for q in self.queries(state.instruction, state.evidence) if q.lower() not in done]
+        # the people named are searched before answering: their names decide which memories are theirs
+        named = [n for n in person_names(state.instruction) if n.lower() not in done]
+        if best >= self.config.strong and not lookup and not named and not any(q.startswith("<") for q in remaining):
             return self.answer(state, ranked)
-        remaining = [
-            q
-            for q in self.queries(state.instruction, state.evidence)
-            if q.lower() not in (s.lower() for s in state.queries)
-        ]
         if remaining and not state.must_answer:
-            return Search(query=remaining[0])
+            return self.search(remaining[0])
         if lookup:
             found = self.id_answer(lookup, state)
             if found:
@@ -159,7 +357,7 @@ class ExtractiveReasoner:
     # --- answering -----------------------------------------------------------------------------
     def id_answer(self, name: str, state: LoopState) -> Answer | None:
         """ "Who is Alice" / "Alice's id": the entity a memory names Alice, quoted with that memory."""
-        pattern = re.compile(NAME_PATTERNS.format(id=r"(?:face|voice|person|character)_\d+"))
+        pattern = re.compile(NAME_PATTERNS.format(id=ANY_ID))
         for memory in sorted(state.evidence, key=lambda m: -m.score):
             for match in pattern.finditer(memory.text):
                 if match.group(2).lower() == name.lower():
@@ -167,13 +365,44 @@ class ExtractiveReasoner:
                     return Answer(text=f"{name} is <{entity}> (memory: {memory.text})", evidence_ids=(memory.node_id,))
         return None
 
-    def answer(self, state: LoopState, ranked: list[tuple[float, Memory]]) -> Answer:
-        if not ranked or ranked[0][0] < self.config.weak:
+    def answer(self, state: LoopState, ranked: list) -> Answer:
+        ranked = [r if isinstance(r, Scored) else None for r in ranked]
+        if any(r is None for r in ranked):
+            ranked = self.ranked_scores(state)
+        if not ranked or ranked[0].coverage < self.config.weak:
             return Answer(text="I don't know: my memory holds nothing that answers this.")
-        best_score, best = ranked[0]
-        support = [m.node_id for s, m in ranked if s >= max(self.config.weak, best_score - 0.25)][:3]
-        plan = () if is_question(state.instruction) else self.plan(state.instruction, best)
-        return Answer(text=best.text, plan=plan, evidence_ids=tuple(support))
+        best = ranked[0]
+        parts = [best]
+        # what the best memory misses; the people named only pick memories, they are not what is asked
+        named = {_stem(n) for n in person_names(state.instruction)}
+        missing = question_words(state.instruction) - best.touched - named
+        need_kind = bool(answer_kind(state.instruction)) and not best.kind
+        if missing or need_kind:
+            extra = self.complement(ranked[1:], best, missing, need_kind)
+            if extra is not None:
+                parts.append(extra)
+        text = " ".join(p.text if p.text.rstrip().endswith((".", "!", "?", '"')) else p.text + "." for p in parts)
+        support = [s.memory.node_id for s in ranked if s.coverage >= max(self.config.weak, best.coverage - 0.25)][:3]
+        for part in parts[1:]:
+            if part.memory.node_id not in support:
+                support.append(part.memory.node_id)
+        plan = () if is_question(state.instruction) else self.plan(state.instruction, best.memory)
+        return Answer(text=text, plan=plan, evidence_ids=tuple(support))
+
+    def complement(self, others: list[Scored], best: Scored, missing: set, need_kind: bool) -> Scored | None:
+        """The memory that best supplies what the best one misses (words, or the kind of thing asked);
+        among equals, one about the same people as the best memory."""
+        choice, key_best = None, (0, False)
+        for other in others:
+            if other.coverage < self.config.complement or other.text == best.text:
+                continue
+            if need_kind and not other.kind:
+                continue
+            gain = len(missing & other.exact) + (need_kind and other.kind)
+            key = (gain, bool(set(other.memory.entity_ids) & set(best.memory.entity_ids)))
+            if gain and key > key_best:
+                choice, key_best = other, key
+        return choice
 
     def plan(self, instruction: str, best: Memory) -> tuple:
         """Steps from the instruction's verb; a place for the object may come from the evidence."""

@@ -1,7 +1,8 @@
 """The retrieval-round loop of M3-Agent's control process, as plain Python (no ROS).
 
 Each round the reasoner returns a Search or an Answer. Searches go to memory (search_clip, and
-search_node when the query asks for a character id); what comes back is appended to the chat as
+search_node when the query asks for a character id or the Search asks for nodes; a Search may set
+its own top_k / threshold, model back-ends keep the reference 2 / 0.5); what comes back is appended to the chat as
 "Searched knowledge: ..." for the next round. The last round must answer. The instruction is
 held here and never rewritten; memory text reaches the reasoner only as quoted data, and plan
 steps are validated against the skill vocabulary and the instruction (skills.validate_plan).
@@ -254,10 +255,13 @@ def run_loop(
             state.queries.append(query)
             t0 = time.perf_counter()
             try:
-                clips = memory.search_clip(query, config.top_k, config.threshold, config.before_clip, conversation_id)
+                top_k = config.top_k if decision.top_k is None else decision.top_k
+                threshold = config.threshold if decision.threshold is None else decision.threshold
+                clips = memory.search_clip(query, top_k, threshold, config.before_clip, conversation_id)
                 nodes = []
-                if asks_for_id(query):
-                    nodes = memory.search_node(query, (), config.node_top_k, config.before_clip)
+                node_top_k = decision.node_top_k or (config.node_top_k if asks_for_id(query) else 0)
+                if node_top_k:
+                    nodes = memory.search_node(query, (), node_top_k, config.before_clip)
             except MemoryUnavailable as error:
                 result.code, result.error_message = MEMORY_UNAVAILABLE, str(error)
                 return result

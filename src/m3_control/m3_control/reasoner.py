@@ -27,6 +27,10 @@ class ReasonerError(RuntimeError):
 class Search:
     query: str
     raw: str = ""  # the model's reply as it was (reasoning stripped), kept for the transcript
+    # Search parameters a back-end may choose for itself; None / 0 = the loop's (reference) settings.
+    top_k: int | None = None  # clips per search_clip
+    threshold: float | None = None  # minimum clip score for search_clip
+    node_top_k: int = 0  # > 0: search_node as well, for this many nodes (id queries always search nodes)
 
 
 @dataclass(frozen=True)

@@ -83,3 +83,92 @@ def test_learnt_id_is_searched_for_a_named_person():
     assert "<face_2>" in [e.query for e in events]  # "<face_2> is named Bob" came back, so his id is searched
     assert result.answer == "Bob makes coffee and says he likes it black."
     assert result.evidence_ids == ["episodic_5"]
+
+
+# A second household: Dana (voice_1/face_1 = person_1) and Eli (voice_2/face_2 = person_2) speak; the
+# memory node renders Dana's tags as her name in clips, and Eli is known only through search_node's
+# person entity (his name learnt late), so his memories still read <voice_2>.
+def _m(node_id, text, clip, entities=(), kind="episodic"):
+    from m3_control.memory_client import Memory
+
+    return Memory(node_id=node_id, kind=kind, text=text, clip_index=clip, entity_ids=entities)
+
+
+HOUSE = [
+    (0, [_m("episodic_1", 'Dana says: "i work as a nurse at the clinic"', 0, ("voice_1",))]),
+    (0, [_m("semantic_2", "Dana is allergic to peanuts.", 0, ("voice_1",), "semantic")]),
+    (0, [_m("episodic_3", '<voice_2> says: "i will leave my wallet on the shelf by the door"', 0, ("voice_2",))]),
+    (1, [_m("episodic_4", '<voice_2> says: "hi dana nice to see you"', 1, ("voice_2",))]),
+    (1, [_m("semantic_5", "<voice_2> usually drinks mint tea.", 1, ("voice_2",), "semantic")]),
+    (2, [_m("episodic_6", '<voice_2> says: "i moved my wallet into my coat pocket"', 2, ("voice_2",))]),
+    (2, [_m("semantic_7", "<voice_1> reads detective novels.", 2, ("voice_1",), "semantic")]),
+    (2, [_m("episodic_8", '<voice_2> says: "dana can you fix the lamp"', 2, ("voice_2",))]),
+    (2, [_m("episodic_9", 'Dana says: "sure bring it to my workshop on saturday"', 2, ("voice_1",))]),
+    (2, [_m("semantic_10", "Dana always drinks mint tea in the evening.", 2, ("voice_1",), "semantic")]),
+    (
+        3,
+        [
+            _m("person_2", "<person_2> is called Eli; faces and voices: face_2, voice_2", 0, ("face_2",), "person"),
+            _m("episodic_11", "<face_2> is seen.", 3, ("face_2",)),
+        ],
+    ),
+]
+
+
+def ask_house(instruction: str, **config):
+    return ask(instruction, FakeMemory(HOUSE), **config)
+
+
+def test_extractive_searches_use_their_own_parameters_and_nodes():
+    _, memory, _ = ask_house("Where is Eli's wallet?")
+    assert memory.calls[0] == ("search_clip", "Where is Eli's wallet?", 3, 0.3, -1)
+    assert memory.calls[1] == ("search_node", "Where is Eli's wallet?", 30, -1)
+    assert "Eli" in [c[1] for c in memory.calls]  # the named person is searched before answering
+
+
+def test_ids_are_rendered_as_names_learnt_from_person_entities():
+    result, _, _ = ask_house("Where is Eli's wallet?")
+    assert result.answer.startswith('Eli says: "i moved my wallet into my coat pocket"')
+    assert "<voice_2>" not in result.answer
+
+
+def test_the_latest_state_wins_and_as_of_limits_it():
+    result, _, _ = ask_house("Where is Eli's wallet now?")
+    assert "coat pocket" in result.answer and "shelf" not in result.answer
+    result, _, _ = ask_house("Where is Eli's wallet?", before_clip=1)
+    assert "shelf by the door" in result.answer
+
+
+def test_related_words_of_everyday_concepts_count():
+    result, _, _ = ask_house("What food should be kept away from Dana?")
+    assert result.answer == "Dana is allergic to peanuts."
+    result, _, _ = ask_house("Bring Eli his usual drink.")
+    assert result.answer.startswith("Eli usually drinks mint tea.")
+
+
+def test_name_questions_answer_with_the_person():
+    result, _, _ = ask_house("What is the name of the woman who works as a nurse?")
+    assert result.answer.startswith("Dana says:")
+
+
+def test_missing_kind_of_answer_is_supplied_by_a_second_memory():
+    result, _, _ = ask_house("When should Eli bring the lamp to Dana's workshop?")
+    assert "saturday" in result.answer
+    assert set(result.evidence_ids) >= {"episodic_8", "episodic_9"}
+
+
+def test_two_facts_are_chained():
+    result, _, _ = ask_house("What does the person who drinks mint tea in the evening read?")
+    assert "detective novels" in result.answer
+
+
+def test_still_says_i_dont_know_without_evidence():
+    result, _, _ = ask_house("What colour is the car in the garage?")
+    assert result.answer.startswith("I don't know")
+
+
+def test_a_memory_about_somebody_else_by_name_does_not_answer():
+    result, _, _ = ask_house("What does Dana read?")
+    assert result.answer.startswith("I don't know") or "detective" in result.answer
+    result, _, _ = ask_house("What does Eli read?")
+    assert result.answer.startswith("I don't know")

@@ -7,6 +7,7 @@ addressing, and facts people state about themselves (a restated fact reinforces 
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from m3_memory.graph import MemorizerOutput
@@ -29,7 +30,9 @@ NOT_NAMES = frozenset(
     friends buddy man sir madam maam dear honey much lot so going coming looking trying doing being having getting
     sorry afraid excited bored cold hot sick alright over out up down off interesting nice cool amazing awesome
     hello hi hey thanks thank bye goodbye morning evening afternoon night tonight today tomorrow now then still only
-    about like love one two three four five something nothing anything everything someone somebody anyone""".split()
+    about like love one two three four five something nothing anything everything someone somebody anyone
+    look listen wait come see guess remember honestly anyway please excuse pardon maybe actually um uh oh ah wow
+    hmm married single divorced retired pregnant allergic vegetarian vegan afraid""".split()
 )
 PRESENT_VERBS = frozenset(
     """like love hate prefer enjoy want need have live work drink eat own play keep go do read watch use drive take
@@ -39,7 +42,10 @@ ADVERBS = frozenset("usually always often never really also sometimes normally s
 FACT_OBJECT_STARTS = frozenset("a an from allergic married vegetarian vegan".split())
 
 _NAME = r"([A-Za-z][A-Za-z'-]{1,30})"
-_END = r"(?=\s*(?:[.,!?;]|$|\band\b|\bnice\b))"
+# A name ends at punctuation, the end, or (lower-case transcripts have no punctuation) a word that
+# starts the next clause: "hi alice i'm bob i just moved in".
+_CLAUSE_START = r"i|i'm|im|we|we're|and|but|so|nice|how|what|where|your|you|it's|this|here|from|just|please"
+_END = r"(?=\s*(?:[.,!?;]|$|\b(?:" + _CLAUSE_START + r")\b))"
 SELF_INTRO = [
     re.compile(r"\bmy name(?:'s| is) " + _NAME, re.IGNORECASE),
     re.compile(r"\bcall me " + _NAME, re.IGNORECASE),
@@ -51,6 +57,15 @@ ADDRESSING = [
         r"\b(?:thanks|thank you|hi|hello|hey|bye|goodbye|good morning|good night),? " + _NAME + _END, re.IGNORECASE
     ),
 ]
+
+
+# A name said first, then a request or question to that person: "carol, can you ...", "carol your birthday ...".
+VOCATIVE = re.compile(
+    r"^(?:(?:hey|hi|hello|oh|so|okay|ok|well),?\s+)?" + _NAME + r"(?:\s*,\s*|\s+(?=(?:you|your|can you|could you|"
+    r"would you|will you|do you|did you|are you|have you|this is)\b))",
+    re.IGNORECASE,
+)
+TURN_GAP_NS = 10_000_000_000  # an answer starting this long after the question still answers it
 
 
 def _clean_name(word: str) -> str | None:
@@ -66,6 +81,16 @@ def names_in(transcript: str) -> tuple[list[str], list[str]]:
     others = [n for p in ADDRESSING for m in p.finditer(transcript) if (n := _clean_name(m.group(1)))]
     others = [n for n in others if n not in own]
     return own, others
+
+
+def vocatives_in(transcript: str) -> list[str]:
+    """Names the speaker calls out to someone they then ask or tell something ("thanks carol. do you ...")."""
+    if not re.search(r"\byou\b|\byour\b|\?", transcript, re.IGNORECASE):
+        return []
+    found = [n for m in VOCATIVE.finditer(transcript.strip()) if (n := _clean_name(m.group(1)))]
+    found += [n for m in ADDRESSING[1].finditer(transcript) if (n := _clean_name(m.group(1)))]
+    own, _ = names_in(transcript)
+    return [n for n in dict.fromkeys(found) if n not in own]
 
 
 def _third_person(verb: str) -> str:
@@ -166,11 +191,12 @@ class RulesMemorizer:
         present: dict[str, str] = {}
         for entity_id in sorted({ids[p] for p in self._present(clip)}, key=_face_first):
             present.setdefault(human(entity_id), entity_id)
-        for voice in sorted(clip.voices, key=lambda v: (v.start_ns, v.segment_id)):
+        voices = [v for v in sorted(clip.voices, key=lambda v: (v.start_ns, v.segment_id)) if v.transcript.strip()]
+        turns = self._turns(voices, ids)
+        addressed: set[str] = set()  # names already given to a listener in this clip
+        for voice in voices:
             tag = ids[voice.voice_id]
             text = voice.transcript.strip()
-            if not text:
-                continue
             out.drafts.append(MemoryDraft(KIND_EPISODIC, f'<{tag}> says: "{text}"', voice.start_ns, voice.end_ns))
             own, others = names_in(text)
             for name in own[:1]:
@@ -181,12 +207,42 @@ class RulesMemorizer:
             listeners = [e for h, e in present.items() if h != human(tag)]
             if others and len(listeners) == 1:  # addressing is only attributed when unambiguous
                 out.names.append((listeners[0], others[0]))
+                addressed.add(others[0])
                 out.drafts.append(
                     MemoryDraft(KIND_SEMANTIC, f"<{listeners[0]}> is called {others[0]}.", voice.start_ns, voice.end_ns)
                 )
             for fact in self_facts(text, f"<{tag}>"):
                 out.drafts.append(MemoryDraft(KIND_SEMANTIC, fact, voice.start_ns, voice.end_ns))
+        # Turn taking: a name called out with a question or request names whoever answers next.
+        for (tag, text, _, end), (next_tag, _, next_start, next_end) in itertools.pairwise(turns):
+            if human(next_tag) == human(tag) or next_start - end > TURN_GAP_NS:
+                continue
+            names = [n for n in vocatives_in(text) if n not in addressed]
+            if len(names) == 1 and next_tag not in self._self_named(turns, next_tag):
+                out.names.append((next_tag, names[0]))
+                out.drafts.append(
+                    MemoryDraft(KIND_SEMANTIC, f"<{next_tag}> is called {names[0]}.", next_start, next_end)
+                )
         return out
+
+    @staticmethod
+    def _turns(voices, ids) -> list[tuple[str, str, int, int]]:
+        """Consecutive segments of one speaker joined: (tag, text, start_ns, end_ns)."""
+        turns: list[tuple[str, str, int, int]] = []
+        for voice in voices:
+            tag, text = ids[voice.voice_id], voice.transcript.strip()
+            if turns and turns[-1][0] == tag:
+                last = turns[-1]
+                sep = " " if last[1][-1:] in ".!?," else ". "
+                turns[-1] = (tag, last[1] + sep + text, last[2], max(last[3], voice.end_ns))
+            else:
+                turns.append((tag, text, voice.start_ns, voice.end_ns))
+        return turns
+
+    @staticmethod
+    def _self_named(turns, tag: str) -> set[str]:
+        """Tags that introduce themselves in this clip (their own name wins over being addressed)."""
+        return {t for t, text, _, _ in turns if t == tag and names_in(text)[0]}
 
     @staticmethod
     def _present(clip: ClipEvidence) -> list[str]:

@@ -7,7 +7,7 @@ from m3mem_evidence import S, face, match, voice
 
 from m3_memory.clip_window import ClipWindows
 from m3_memory.records import ClipEvidence
-from m3_memory.rules_memorizer import RulesMemorizer, names_in, self_facts
+from m3_memory.rules_memorizer import RulesMemorizer, names_in, self_facts, vocatives_in
 
 
 @pytest.mark.parametrize(
@@ -114,3 +114,81 @@ def test_clip_windows_keep_one_keyframe_per_clip():
     closed = windows.add_keyframe(12 * S, b"second")  # a frame of the next window closes this one
     assert [(c.clip_index, c.keyframe_jpeg) for c in closed] == [(0, b"first")]
     assert [c.keyframe_jpeg for c in windows.flush()] == []  # a window with only a keyframe holds no evidence
+
+
+@pytest.mark.parametrize(
+    ("transcript", "own", "others"),
+    [
+        ("hi dana i'm eli i just moved in", ["Eli"], ["Dana"]),  # lower case, no punctuation
+        ("hello i am frank we met yesterday", ["Frank"], []),
+        ("i'm allergic to peanuts", [], []),
+        ("i am married and happy", [], []),
+    ],
+)
+def test_names_in_unpunctuated_transcripts(transcript, own, others):
+    assert names_in(transcript) == (own, others)
+
+
+@pytest.mark.parametrize(
+    ("transcript", "names"),
+    [
+        ("gina can you open the window", ["Gina"]),
+        ("hank, your bag is here", ["Hank"]),
+        ("thanks ivy. do you want tea?", ["Ivy"]),
+        ("gina this is hank", []),  # introduces someone, asks nobody anything
+        ("coffee is ready", []),
+        ("look, you should try it", []),
+    ],
+)
+def test_vocatives_in(transcript, names):
+    assert vocatives_in(transcript) == names
+
+
+def _three_people(voices):
+    faces = [face("face_1", 1.0), face("face_2", 1.0), face("face_3", 1.0)]
+    ids = {p: p for p in ("face_1", "face_2", "face_3", "voice_1", "voice_2", "voice_3")}
+    return ClipEvidence(0, 0, 30 * S, faces=faces, voices=voices, matches=[]), ids
+
+
+def test_the_one_who_answers_a_called_out_question_gets_the_name():
+    clip, ids = _three_people(
+        [voice("voice_1", 3, 4, "gina can you open the window"), voice("voice_2", 6, 7, "sure i will do it")]
+    )
+    out = RulesMemorizer().memorize(clip, ids, lambda e: None)
+    assert out.names == [("voice_2", "Gina")]
+    assert "<voice_2> is called Gina." in [d.text for d in out.drafts]
+
+
+def test_a_speaker_continuing_their_turn_is_one_turn():
+    clip, ids = _three_people(
+        [
+            voice("voice_1", 3, 4, "thanks ivy"),
+            voice("voice_1", 4.5, 5, "do you want tea"),
+            voice("voice_3", 6, 7, "no thank you"),
+        ]
+    )
+    assert RulesMemorizer().memorize(clip, ids, lambda e: None).names == [("voice_3", "Ivy")]
+
+
+@pytest.mark.parametrize(
+    "voices",
+    [
+        # nobody answers soon after
+        [voice("voice_1", 3, 4, "gina can you open the window"), voice("voice_2", 20, 21, "sure")],
+        # the next speaker says who they are
+        [voice("voice_1", 3, 4, "gina can you open the window"), voice("voice_2", 5, 6, "i'm kim, gina left")],
+        # no question or request after the name
+        [voice("voice_1", 3, 4, "gina this is hank"), voice("voice_2", 5, 6, "hello")],
+    ],
+)
+def test_called_out_names_are_not_guessed_without_an_answer(voices):
+    clip, ids = _three_people(voices)
+    names = RulesMemorizer().memorize(clip, ids, lambda e: None).names
+    assert ("voice_2", "Gina") not in names
+
+
+def test_self_introduction_inside_a_longer_utterance_names_the_speaker():
+    clip, ids = _three_people([voice("voice_2", 3, 6, "hi dana i'm eli i just moved in next door")])
+    out = RulesMemorizer().memorize(clip, ids, lambda e: None)
+    assert ("voice_2", "Eli") in out.names
+    assert "<voice_2> is called Eli." in [d.text for d in out.drafts]
