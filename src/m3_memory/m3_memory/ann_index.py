@@ -14,12 +14,27 @@ import hnswlib
 import numpy as np
 
 EXACT_MAX = 256  # exact-search fallback only while the index holds at most this many vectors
+# HNSW parameters, chosen with `m3 bench memory` (recall@10 against exact search; README figures)
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 200
+HNSW_EF = 64
 
 
 class CosineIndex:
     """Label → unit vector, with filtered top-k by cosine similarity; thread-safe."""
 
-    def __init__(self, dim: int, capacity: int = 1024, m: int = 16, ef_construction: int = 200, ef: int = 64) -> None:
+    def __init__(
+        self,
+        dim: int,
+        capacity: int = 1024,
+        m: int | None = None,
+        ef_construction: int | None = None,
+        ef: int | None = None,
+    ) -> None:
+        """m, ef_construction, ef: None = the module's HNSW_* values (read at call time)."""
+        m = HNSW_M if m is None else m
+        ef_construction = HNSW_EF_CONSTRUCTION if ef_construction is None else ef_construction
+        ef = HNSW_EF if ef is None else ef
         self.dim = dim
         self._m, self._efc, self._ef = m, ef_construction, ef
         self._hnsw = hnswlib.Index(space="cosine", dim=dim)
@@ -43,6 +58,8 @@ class CosineIndex:
                 self._hnsw.resize_index(max(needed, 2 * self._hnsw.get_max_elements()))
             self._hnsw.add_items(vectors, np.asarray(labels, dtype=np.int64), replace_deleted=False)
             self._labels.update(int(label) for label in labels)
+            if self._small is not None and len(self._labels) > EXACT_MAX:
+                self._small = None
             if self._small is not None:
                 for label, vector in zip(labels, vectors, strict=True):
                     self._small[int(label)] = vector / max(float(np.linalg.norm(vector)), 1e-12)
@@ -87,8 +104,9 @@ class CosineIndex:
             self._hnsw.save_index(path)
 
     @classmethod
-    def load(cls, path: str, dim: int, labels: list[int], ef: int = 64) -> CosineIndex:
+    def load(cls, path: str, dim: int, labels: list[int], ef: int | None = None) -> CosineIndex:
         """An index saved by save(), holding exactly `labels` (the caller has checked that)."""
+        ef = HNSW_EF if ef is None else ef
         index = cls(dim, capacity=16, ef=ef)
         index._hnsw = hnswlib.Index(space="cosine", dim=dim)
         index._hnsw.load_index(path, max_elements=len(labels) + 1024)
@@ -100,6 +118,13 @@ class CosineIndex:
         if index._small is not None:
             raise ValueError("small indexes are rebuilt, not loaded")
         return index
+
+    def vectors(self, labels: list[int]) -> np.ndarray:
+        """The stored unit vectors of labels (all must be present), one row each."""
+        with self._lock:
+            if len(labels) == 0:
+                return np.zeros((0, self.dim), dtype=np.float32)
+            return np.asarray(self._hnsw.get_items(list(labels), return_type="numpy"), dtype=np.float32)
 
     def vector(self, label: int) -> np.ndarray | None:
         with self._lock:

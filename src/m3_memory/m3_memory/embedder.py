@@ -73,5 +73,18 @@ class TextEmbedder:
                     self._cache.popitem(last=False)
         return out
 
+    def embed_batch(self, texts: list[str]) -> np.ndarray:
+        """Embed many texts (n x dim, unit rows) in batches, bypassing the query cache (bulk ingest)."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            return self._model.encode(
+                texts,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+                convert_to_numpy=True,
+            ).astype(np.float32)
+
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]

@@ -341,6 +341,97 @@ class MemoryGraph:
                 raise
             return outcome
 
+    def add_episodic_bulk(self, clips: list[tuple[ClipEvidence, list[MemoryDraft]]], vectors: np.ndarray) -> int:
+        """Bulk building of large memories: many clips of episodic memories in ONE transaction and
+        one batched index insert. Each clip is new and holds only episodic drafts whose tags name
+        known entities; no entity observations, names or matches (use apply_clip for those). A
+        repeated text within a clip is stored once; the replay check of apply_clip (same text and
+        times in an earlier clip) is skipped, so the caller must not feed the same event twice.
+        Returns the number of memories stored; atomic like apply_clip (all of it or none)."""
+        total = sum(len(drafts) for _, drafts in clips)
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(total, self.text_dim)
+        with self.ingest_lock, self.lock:
+            indexes = [clip.clip_index for clip, _ in clips]
+            if len(set(indexes)) != len(indexes) or any(i in self.clips for i in indexes):
+                raise ValueError("bulk clips must be new and distinct")
+            clip_rows, node_rows, edge_rows, nodes, labels, rows = [], [], [], [], [], []
+            entity_cache: dict[str, list[str]] = {}
+            stored_ns = time.time_ns()
+            try:
+                with self.store.transaction() as conn:
+                    if self.store.get_meta("text_dim") is None:
+                        conn.execute("INSERT INTO meta(key, value) VALUES ('text_dim', ?)", (str(self.text_dim),))
+                    row = conn.execute("SELECT value FROM counters WHERE name='text'").fetchone()
+                    seq = 0 if row is None else int(row[0])
+                    offset = 0
+                    for clip, drafts in clips:
+                        seen_texts: set[str] = set()
+                        present: set[str] = set()
+                        for draft in drafts:
+                            offset += 1
+                            if draft.kind != KIND_EPISODIC:
+                                raise ValueError("bulk ingest stores episodic memories only")
+                            if draft.text in seen_texts:
+                                continue
+                            seen_texts.add(draft.text)
+                            tags = tags_in(draft.text)
+                            key = " ".join(tags)
+                            entity_ids = entity_cache.get(key)
+                            if entity_ids is None:
+                                entity_ids = entity_cache[key] = [e for e in tags if self.resolve(e) in self.entities]
+                            present.update(entity_ids)
+                            seq += 1
+                            node = TextNode(
+                                f"{KIND_EPISODIC}_{seq}", seq, KIND_EPISODIC, draft.text, clip.clip_index,
+                                draft.start_ns, draft.end_ns, 1.0, entity_ids,
+                            )  # fmt: skip
+                            node_rows.append(
+                                (node.node_id, seq, KIND_EPISODIC, node.text, clip.clip_index, node.start_ns,
+                                 node.end_ns, 1.0, vector_to_blob(vectors[offset - 1]))
+                            )  # fmt: skip
+                            edge_rows += [(node.node_id, e) for e in entity_ids]
+                            nodes.append(node)
+                            labels.append(seq)
+                            rows.append(offset - 1)
+                        ids = sorted(present, key=lambda e: (kind_of(e) or "", seq_of(e)))
+                        persons = sorted({self.person_of(e) for e in ids} - {None}, key=seq_of)
+                        clip_rows.append((clip, ids + persons))
+                    conn.executemany(
+                        "INSERT INTO clips(clip_index, start_ns, end_ns, stored_ns, entity_ids, keyframe_jpeg)"
+                        " VALUES (?, ?, ?, ?, ?, ?)",
+                        [
+                            (c.clip_index, c.start_ns, c.end_ns, stored_ns, json.dumps(ids), c.keyframe_jpeg or None)
+                            for c, ids in clip_rows
+                        ],
+                    )
+                    conn.executemany(
+                        "INSERT INTO text_nodes(node_id, seq, kind, text, clip_index, start_ns, end_ns, weight,"
+                        " embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        node_rows,
+                    )
+                    conn.executemany("INSERT OR IGNORE INTO edges(node_id, entity_id) VALUES (?, ?)", edge_rows)
+                    if nodes:
+                        conn.execute("INSERT OR REPLACE INTO counters(name, value) VALUES ('text', ?)", (seq,))
+                    for clip, ids in clip_rows:
+                        self.clips[clip.clip_index] = {
+                            "start_ns": clip.start_ns,
+                            "end_ns": clip.end_ns,
+                            "stored_ns": stored_ns,
+                            "entity_ids": ids,
+                            "episodic": [],
+                            "semantic": [],
+                        }
+                    for node in nodes:
+                        self._cache_text(node)
+                        self.clips[node.clip_index]["episodic"].append(node.node_id)
+                        self.node_clips[node.node_id] = [node.clip_index]
+                    if nodes:
+                        self.text_index.add(labels, vectors[rows])
+            except BaseException:
+                self._load()  # the caches may hold part of the failed batch: rebuild them from the store
+                raise
+            return len(nodes)
+
     def _apply(self, conn, clip, mapped, output, draft_vectors, new_entities) -> ClipOutcome:
         if self.store.get_meta("text_dim") is None:
             conn.execute("INSERT INTO meta(key, value) VALUES ('text_dim', ?)", (str(self.text_dim),))

@@ -3,6 +3,7 @@
 memory = Memory.open("~/.m3/memory")          # loads MiniLM, rebuilds the indexes
 record = memory.ingest(clip_evidence)         # one clip, one transaction; returns the stored ClipRecord
 memory.search.search_clip("where are the keys?")
+memory.ingest_bulk([(clip, drafts), ...])    # building a large memory: one transaction per batch
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 
 from m3_memory.embedder import TextEmbedder
 from m3_memory.graph import GraphConfig, MemorizerOutput, MemoryGraph, usable_embedding
-from m3_memory.records import KIND_FACE, KIND_VOICE, ClipEvidence, ClipRecord
+from m3_memory.records import KIND_FACE, KIND_VOICE, ClipEvidence, ClipRecord, MemoryDraft
 from m3_memory.rules_memorizer import RulesMemorizer
 from m3_memory.search import MemorySearch, SearchConfig
 from m3_memory.store import MemoryStore
@@ -73,6 +74,17 @@ class Memory:
     @property
     def next_clip_index(self) -> int:
         return self.graph.last_clip_index + 1
+
+    def ingest_bulk(
+        self, clips: list[tuple[ClipEvidence, list[MemoryDraft]]], vectors: np.ndarray | None = None
+    ) -> int:
+        """Build a large memory fast: many clips of episodic memories (drafts) in one transaction and
+        one batched index insert (MemoryGraph.add_episodic_bulk). Vectors are the drafts' embeddings in
+        order; when None, the texts are embedded here in batches. Returns the memories stored."""
+        texts = [d.text for _, drafts in clips for d in drafts]
+        if vectors is None:
+            vectors = self.embedder.embed_batch(texts)
+        return self.graph.add_episodic_bulk(clips, vectors)
 
     def ingest(self, clip: ClipEvidence) -> ClipRecord | None:
         """Memorise one clip; returns the stored clip (None when it held no evidence)."""
