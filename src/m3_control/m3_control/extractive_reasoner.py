@@ -294,8 +294,10 @@ class ExtractiveReasoner:
         exact = wanted & have
         asked = {n.lower() for n in person_names(instruction)}
         mentioned = {w.lower() for w in re.findall(r"\b[A-Z][a-z]+\b", text)} - {w.lower() for w in NOT_PEOPLE}
-        asked_ids = {e for e, n in names.items() if n.lower() in asked}
-        elsewhere = bool(memory.entity_ids) and bool(asked_ids) and not set(memory.entity_ids) & asked_ids
+        # people the memory is about whose names memory knows (an unnamed id may still be the asked person:
+        # one human is often split over several ids)
+        known = {names[e].lower() for e in memory.entity_ids if e in names}
+        elsewhere = bool(known) and not known & asked
         if asked and not asked & have and (mentioned - asked or elsewhere):
             exact = frozenset()  # about somebody else: it cannot answer a question about these people
         related = {w for w in wanted - exact if RELATED.get(w, set()) & have} if exact else set()

@@ -32,7 +32,8 @@ NOT_NAMES = frozenset(
     hello hi hey thanks thank bye goodbye morning evening afternoon night tonight today tomorrow now then still only
     about like love one two three four five something nothing anything everything someone somebody anyone
     look listen wait come see guess remember honestly anyway please excuse pardon maybe actually um uh oh ah wow
-    hmm married single divorced retired pregnant allergic vegetarian vegan afraid""".split()
+    hmm married single divorced retired pregnant allergic vegetarian vegan afraid do does did can could would will
+    shall should may might must has have had let tell give show help make take bring get put""".split()
 )
 PRESENT_VERBS = frozenset(
     """like love hate prefer enjoy want need have live work drink eat own play keep go do read watch use drive take
@@ -87,7 +88,8 @@ def vocatives_in(transcript: str) -> list[str]:
     """Names the speaker calls out to someone they then ask or tell something ("thanks carol. do you ...")."""
     if not re.search(r"\byou\b|\byour\b|\?", transcript, re.IGNORECASE):
         return []
-    found = [n for m in VOCATIVE.finditer(transcript.strip()) if (n := _clean_name(m.group(1)))]
+    sentences = re.split(r"(?<=[.!?;])\s+", transcript.strip())
+    found = [n for part in sentences if (m := VOCATIVE.match(part)) and (n := _clean_name(m.group(1)))]
     found += [n for m in ADDRESSING[1].finditer(transcript) if (n := _clean_name(m.group(1)))]
     own, _ = names_in(transcript)
     return [n for n in dict.fromkeys(found) if n not in own]

@@ -136,6 +136,7 @@ def test_names_in_unpunctuated_transcripts(transcript, own, others):
         ("hank, your bag is here", ["Hank"]),
         ("thanks ivy. do you want tea?", ["Ivy"]),
         ("gina this is hank", []),  # introduces someone, asks nobody anything
+        ("sure i will. gina, could you help me", ["Gina"]),  # the name opens a later sentence of the turn
         ("coffee is ready", []),
         ("look, you should try it", []),
     ],
@@ -157,6 +158,17 @@ def test_the_one_who_answers_a_called_out_question_gets_the_name():
     out = RulesMemorizer().memorize(clip, ids, lambda e: None)
     assert out.names == [("voice_2", "Gina")]
     assert "<voice_2> is called Gina." in [d.text for d in out.drafts]
+
+
+def test_a_name_called_out_later_in_a_turn_names_the_next_speaker():
+    clip, ids = _three_people(
+        [
+            voice("voice_2", 1, 2, "sure i will water the plants"),
+            voice("voice_2", 3, 4, "gina can you open the window"),
+            voice("voice_3", 6, 7, "yes on monday"),
+        ]
+    )
+    assert RulesMemorizer().memorize(clip, ids, lambda e: None).names == [("voice_3", "Gina")]
 
 
 def test_a_speaker_continuing_their_turn_is_one_turn():
