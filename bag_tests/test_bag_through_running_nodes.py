@@ -156,3 +156,29 @@ def test_services_and_the_control_action_answer_from_that_memory(ros, played_mem
         assert answer["evidence_ids"]
     finally:
         stop_suite(suite)
+
+
+def test_keep_up_playback_is_as_fast_as_perception_and_drops_nothing(ros, episode_bag, tmp_path):
+    from m3_agent.recording.bag_reader import bag_info
+    from m3_interfaces.msg import FaceTracks, VoiceSegment
+    from m3_interfaces.srv import GetStats
+
+    suite = start_suite(tmp_path / "memory", "perception_node", "memory_node")
+    try:
+        wait_for_service(ros, GetStats, "/m3/memory/get_stats")
+        tracks, voices = [], []
+        qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+        ros.create_subscription(FaceTracks, "/m3/faces", tracks.append, qos)
+        ros.create_subscription(VoiceSegment, "/m3/voices", voices.append, qos)
+        options = PlaybackOptions(
+            rate=0.0, wait_for_subscribers_s=60, keep_up_topic="/m3/perception/processed_until", keep_up_lead_s=0.25
+        )
+        BagPlayer(ros, str(episode_bag), options).play()
+        frames = bag_info(episode_bag).topics["/camera/image_raw/compressed"][1]
+        deadline = time.monotonic() + 60
+        while (len(tracks) < frames or len(voices) < 4) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(tracks) == frames  # every frame reached face processing: none dropped
+        assert len(voices) == 4  # every line of the script became one utterance
+    finally:
+        stop_suite(suite)

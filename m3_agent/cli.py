@@ -85,6 +85,7 @@ def _cmd_video2bag(args: argparse.Namespace) -> int:
 
 def _cmd_play(args: argparse.Namespace) -> int:
     import rclpy
+    from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
 
     from m3_agent.recording.player import BagPlayer, PlaybackOptions, parse_remaps
@@ -96,16 +97,26 @@ def _cmd_play(args: argparse.Namespace) -> int:
         remaps=parse_remaps(args.remap),
         publish_clock=not args.no_clock,
         wait_for_subscribers_s=args.wait_for_subscribers,
+        keep_up_topic=args.keep_up or "",
+        keep_up_lead_s=args.keep_up_lead,
     )
     options.validate()
     rclpy.init()
     node = Node("bag_player")
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)  # progress callbacks for --keep-up
+    spinner.start()
     try:
         count = BagPlayer(node, args.bag, options).play()
         print(json.dumps({"bag": str(args.bag), "published": count}))
     except KeyboardInterrupt:
         pass
+    except TimeoutError as error:
+        print(f"m3 play: error: {error}", file=sys.stderr)
+        return 1
     finally:
+        executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
     return 0
@@ -255,6 +266,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="wait up to this long for every topic to have a subscriber before playing (default 5)",
     )
+    play.add_argument(
+        "--keep-up",
+        nargs="?",
+        const="/m3/perception/processed_until",
+        metavar="TOPIC",
+        help="pace on a consumer's progress (default topic: perception's) so nothing is dropped; "
+        "with --rate 0: as fast as the nodes keep up",
+    )
+    play.add_argument("--keep-up-lead", type=float, default=0.25, metavar="S", help="max lead in stream time [s]")
     play.set_defaults(func=_cmd_play)
 
     demo = sub.add_parser(

@@ -7,6 +7,7 @@ bytes through rclpy so no message is re-encoded.
 from __future__ import annotations
 
 import importlib
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -42,12 +43,20 @@ class PlaybackOptions:
     remaps: dict[str, str] = field(default_factory=dict)
     publish_clock: bool = True
     wait_for_subscribers_s: float = 0.0  # wait up to this long for every topic to have a subscriber
+    # Keep-up mode: pace on a consumer's progress topic (rosgraph_msgs/Clock, e.g. perception's
+    # /m3/perception/processed_until) and never lead it by more than keep_up_lead_s of stream time,
+    # so nothing is dropped; with rate 0 that is "as fast as the nodes keep up". Needs the node spun.
+    keep_up_topic: str = ""
+    keep_up_lead_s: float = 0.25
+    keep_up_timeout_s: float = 60.0
 
     def validate(self) -> None:
         if self.rate < 0 or self.rate > 1000:
             raise ValueError(f"rate must be within 0..1000 (0 = as fast as possible), got {self.rate}")
         if self.start_offset_s < 0:
             raise ValueError(f"start offset must be >= 0, got {self.start_offset_s}")
+        if self.keep_up_lead_s <= 0 or self.keep_up_timeout_s <= 0:
+            raise ValueError("keep-up lead and timeout must be > 0")
 
 
 class BagPlayer:
@@ -69,6 +78,28 @@ class BagPlayer:
         }
         self._clock = node.create_publisher(Clock, "/clock", 10) if options.publish_clock else None
         self.published = 0
+        self._progress_ns = -1
+        self._progress = threading.Condition()
+        if options.keep_up_topic:
+            node.create_subscription(Clock, options.keep_up_topic, self._on_progress, 10)
+
+    def _on_progress(self, message: Clock) -> None:
+        with self._progress:
+            self._progress_ns = max(self._progress_ns, message.clock.sec * 1_000_000_000 + message.clock.nanosec)
+            self._progress.notify_all()
+
+    def _keep_up(self, stamp_ns: int, first_ns: int) -> None:
+        """Block until the consumer has processed up to stamp - lead (the first lead is free)."""
+        needed = stamp_ns - round(self._options.keep_up_lead_s * 1e9)
+        with self._progress:
+            if not self._progress.wait_for(
+                lambda: max(self._progress_ns, first_ns) >= needed, timeout=self._options.keep_up_timeout_s
+            ):
+                raise TimeoutError(
+                    f"no progress on {self._options.keep_up_topic} for {self._options.keep_up_timeout_s} s "
+                    f"(processed until {self._progress_ns / 1e9:.2f} s, waiting for {needed / 1e9:.2f} s): "
+                    "is the consumer running?"
+                )
 
     def _wait_for_subscribers(self) -> None:
         deadline = time.monotonic() + self._options.wait_for_subscribers_s
@@ -85,6 +116,8 @@ class BagPlayer:
                 break
             if first_ns is None:
                 wall_start, first_ns = time.monotonic(), message.timestamp_ns
+            if self._options.keep_up_topic:
+                self._keep_up(message.timestamp_ns, first_ns)
             if self._options.rate > 0:
                 due = wall_start + (message.timestamp_ns - first_ns) / 1e9 / self._options.rate
                 delay = due - time.monotonic()

@@ -66,6 +66,10 @@ class PerceptionEngine:
         self._frame_slot: tuple[float, np.ndarray] | None = None
         self._frame_ready = threading.Condition(self._lock)
         self._last_frame_stamp: float | None = None
+        # Stream time reached by the input and by each worker (for players that pace on progress).
+        self._input_until = float("-inf")
+        self._faces_until = float("-inf")
+        self._voices_until = float("-inf")
         self._audio: collections.deque[tuple[float, np.ndarray]] = collections.deque()
         self._audio_samples = 0
         self._audio_ready = threading.Condition(threading.Lock())
@@ -84,6 +88,7 @@ class PerceptionEngine:
     def frame_wanted(self, stamp: float) -> bool:
         """Rate limit on stream time, checked before decoding so skipped frames cost nothing."""
         self.stats.frames_received += 1
+        self._input_until = max(self._input_until, stamp)
         last = self._last_frame_stamp
         if last is not None and 0.0 <= stamp - last < self.min_frame_gap - 1e-6:
             self.stats.frames_skipped_rate += 1
@@ -99,6 +104,7 @@ class PerceptionEngine:
             self._frame_ready.notify()
 
     def submit_audio(self, stamp: float, samples: np.ndarray) -> None:
+        self._input_until = max(self._input_until, stamp + len(samples) / 16000)
         with self._audio_ready:
             self.stats.audio_chunks += 1
             self._audio.append((stamp, samples))
@@ -108,6 +114,19 @@ class PerceptionEngine:
                 self._audio_samples -= len(old)
                 self.stats.audio_dropped_s += len(old) / 16000
             self._audio_ready.notify()
+
+    def processed_until(self) -> float:
+        """Stream time up to which every input received has been processed (-inf before any input).
+
+        A stream with nothing waiting does not hold the others back; this is what a bag player
+        paces on to go as fast as perception keeps up without dropping anything.
+        """
+        with self._lock:
+            faces_waiting = self._frame_slot is not None or self._busy[0]
+        with self._audio_ready:
+            voices_waiting = bool(self._audio) or self._busy[1]
+        waiting = [t for t, busy in ((self._faces_until, faces_waiting), (self._voices_until, voices_waiting)) if busy]
+        return min(waiting) if waiting else self._input_until
 
     def idle(self) -> bool:
         """True when no frame or audio is waiting or being processed (used by tests and the bench)."""
@@ -158,6 +177,7 @@ class PerceptionEngine:
             except Exception as e:  # noqa: BLE001 - a bad frame must never stop the node
                 self.cb.on_error("face processing failed", e)
             finally:
+                self._faces_until = max(self._faces_until, stamp)  # done with it, even when it failed
                 self._busy[0] = False
 
     def _voice_loop(self) -> None:
@@ -188,6 +208,8 @@ class PerceptionEngine:
             except Exception as e:  # noqa: BLE001 - bad audio must never stop the node
                 self.cb.on_error("voice processing failed", e)
             finally:
+                if not np.isnan(stamp):
+                    self._voices_until = max(self._voices_until, stamp + len(samples) / 16000)
                 self._busy[1] = False
 
     def _maybe_publish_identities(self, kind: str, clusters: IdentityClusters, stamp: float, created: bool) -> None:

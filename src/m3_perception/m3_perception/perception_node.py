@@ -12,9 +12,12 @@ import math
 import rclpy
 from builtin_interfaces.msg import Time
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.clock import Clock as RclpyClock
+from rclpy.clock import ClockType
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import Header
 
@@ -123,6 +126,9 @@ class PerceptionNode(Node):
         self.pub_matches = self.create_publisher(EntityMatch, "/m3/entity_matches", 10)
         self.pub_face_ids = self.create_publisher(IdentityList, "/m3/identities/faces", latched)
         self.pub_voice_ids = self.create_publisher(IdentityList, "/m3/identities/voices", latched)
+        # Stream time processed so far: `m3 play --keep-up` paces on it (as fast as perception keeps up).
+        self.pub_progress = self.create_publisher(Clock, "/m3/perception/processed_until", 10)
+        self._progress_sent = float("-inf")
         self._image_frame = ""
         self._audio_frame = ""
         self.bad_frames = 0
@@ -149,7 +155,16 @@ class PerceptionNode(Node):
             depth=100, reliability=ReliabilityPolicy.BEST_EFFORT, durability=DurabilityPolicy.VOLATILE
         )
         self.create_subscription(AudioChunk, g("audio_topic").value, self._on_audio, audio_qos)
+        # Wall (steady) time: with use_sim_time a /clock-driven timer would wait for the very player
+        # that waits for this progress.
+        self.create_timer(0.05, self._publish_progress, clock=RclpyClock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(f"perception ready: camera {image_topic} ({transport}), audio {g('audio_topic').value}")
+
+    def _publish_progress(self) -> None:
+        until = self.engine.processed_until()
+        if until > self._progress_sent:
+            self._progress_sent = until
+            self.pub_progress.publish(Clock(clock=to_time(until)))
 
     # -- inputs --------------------------------------------------------------------------------
     def _on_image(self, msg: Image) -> None:
