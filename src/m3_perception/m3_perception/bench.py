@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     t0 = time.perf_counter()
-    face_truth, face_pred, missed, false_pos = [], [], 0, 0
+    face_truth, face_pred, missed, false_pos, pending = [], [], 0, 0, 0
     for stamp, img, rects in frames:
         obs = faces.process(img, stamp)
         found = set()
@@ -117,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
                 false_pos += 1
                 continue
             found.add(person)
+            if not o.face_id:
+                pending += 1  # a new face whose identity is not confirmed yet: no id, not in the F1
+                continue
             face_truth.append(person)
             face_pred.append(o.face_id)
         missed += len({p for p, _ in rects} - found)
@@ -154,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         "face_pairwise_f1": round(pairwise_f1(face_truth, face_pred), 4),
         "face_ids": len(faces.clusters.identities),
         "faces_missed": missed,
+        "faces_pending": pending,
         "faces_false_positive": false_pos,
         "voice_pairwise_f1": round(pairwise_f1(voice_truth, voice_pred), 4),
         "voice_ids": len(voices.clusters.identities),

@@ -52,6 +52,10 @@ class FaceParams:
     max_crops: int = 3
     send_crops: bool = True  # attach a JPEG crop to embedded observations
     appearance_min_corr: float = 0.6  # a track's face thumbnail correlating less than this forces an embedding
+    # A new identity needs this many embeddings, from different frames of one track, that match no
+    # known identity (alone or averaged). Until then the track's observations have face_id "" (not
+    # published as anyone); a track that matches a known identity gets its id at once.
+    confirm_embeddings: int = 2
 
 
 class FacePipeline:
@@ -63,6 +67,7 @@ class FacePipeline:
         self.tracker = IouTracker(self.p.track_min_iou, self.p.track_max_age_s)
         self.clusters = IdentityClusters("face", self.p.match_distance, self.p.max_exemplars, self.p.max_crops)
         self.track_ids: dict[int, str] = {}
+        self.pending: dict[int, list[tuple[np.ndarray, float, bytes]]] = {}  # track → (embedding, quality, jpeg)
         self.embedding_model = EMBEDDING_MODEL
         self.timings_ms: dict[str, float] = {"face_detect": 0.0, "face_embed": 0.0}  # totals, for the bench
 
@@ -93,26 +98,29 @@ class FacePipeline:
                 self.timings_ms["face_embed"] += (time.perf_counter() - t1) * 1000
                 det.quality = face_quality(rgb, det)
                 obs.embedding, obs.quality = emb, det.quality
-                face_id = self.track_ids.get(track.track_id)
-                if face_id is None:
-                    face_id, obs.new_identity = self.clusters.assign(emb, stamp)
-                    self.track_ids[track.track_id] = face_id
-                else:
-                    # A track keeps its id while re-embeddings agree (they enrich the identity); when one
-                    # disagrees, the tracker followed a different person: that becomes a new track.
-                    own = self.clusters.distance(face_id, emb)
-                    if own <= self.p.match_distance:
-                        self.clusters.add_exemplar(self.clusters.identities[face_id], emb)
-                        self.clusters.observe(face_id, stamp)
-                    else:
-                        track = self.tracker.split(track)
-                        obs.track_id = track.track_id
-                        face_id, obs.new_identity = self.clusters.assign(emb, stamp)
-                        self.track_ids[track.track_id] = face_id
                 jpeg = encode_jpeg(crop_face(rgb, det), 85)
-                self.clusters.add_crop(face_id, det.quality, jpeg)
                 if self.p.send_crops:
                     obs.crop_jpeg = jpeg
+                face_id = self.track_ids.get(track.track_id)
+                if face_id is not None and self.clusters.distance(face_id, emb) > self.p.match_distance:
+                    # A re-embedding that disagrees: after a change of appearance the tracker followed
+                    # someone else, which becomes a new track; without one it is the same face in a
+                    # less typical view, which keeps its id but does not become an exemplar.
+                    if changed:
+                        track = self.tracker.split(track)
+                        obs.track_id = track.track_id
+                        face_id = None
+                    else:
+                        self.clusters.observe(face_id, stamp)
+                        obs.face_id = face_id
+                        out.append(obs)
+                        continue
+                if face_id is None:
+                    face_id, obs.new_identity = self._identify(track.track_id, emb, det.quality, jpeg, stamp)
+                else:
+                    self.clusters.add_exemplar(self.clusters.identities[face_id], emb)
+                    self.clusters.observe(face_id, stamp)
+                    self.clusters.add_crop(face_id, det.quality, jpeg)
             else:
                 face_id = self.track_ids[track.track_id]
                 self.clusters.observe(face_id, stamp)
@@ -120,4 +128,31 @@ class FacePipeline:
             out.append(obs)
         for tid in [t for t in self.track_ids if t not in self.tracker.tracks]:
             del self.track_ids[tid]
+        for tid in [t for t in self.pending if t not in self.tracker.tracks]:
+            del self.pending[tid]  # left before it was confirmed: nobody
         return out
+
+    def _identify(self, track_id: int, emb: np.ndarray, quality: float, jpeg: bytes, stamp: float) -> tuple[str, bool]:
+        """Identity of a track that has none yet: a known one, a confirmed new one, or "" (pending)."""
+        seen = self.pending.setdefault(track_id, [])
+        seen.append((emb, quality, jpeg))
+        embs = [e for e, _, _ in seen]
+        mean = np.mean(embs, axis=0)
+        mean /= max(float(np.linalg.norm(mean)), 1e-12)
+        face_id, d = min((self.clusters.nearest(e) for e in [*embs, mean]), key=lambda r: r[1])
+        created = False
+        if face_id is None or d > self.p.match_distance:
+            if len(seen) < self.p.confirm_embeddings:
+                return "", False
+            face_id, created = self.clusters.create(embs, stamp), True
+        else:
+            ident = self.clusters.identities[face_id]
+            for e in embs:
+                if float(np.linalg.norm(e - mean)) <= self.p.match_distance:
+                    self.clusters.add_exemplar(ident, e)
+            self.clusters.observe(face_id, stamp)
+        for _, q, j in seen:
+            self.clusters.add_crop(face_id, q, j)
+        del self.pending[track_id]
+        self.track_ids[track_id] = face_id
+        return face_id, created

@@ -71,6 +71,15 @@ class IdentityClusters:
         self.observe(ident_id, stamp)
         return ident_id, created
 
+    def create(self, embs: list[np.ndarray], stamp: float) -> str:
+        """Found a new identity from one or more embeddings of one person; return its id."""
+        ident_id = f"{self.prefix}_{len(self.identities) + 1}"
+        ident = self.identities[ident_id] = IdentityState(ident_id, stamp, stamp)
+        for e in embs:
+            self.add_exemplar(ident, np.asarray(e, np.float32))
+        self.observe(ident_id, stamp)
+        return ident_id
+
     def observe(self, ident_id: str, stamp: float) -> None:
         """Count one more observation (e.g. a tracked frame that was not re-embedded)."""
         ident = self.identities[ident_id]

@@ -13,5 +13,7 @@ def test_bench_prints_json_figures(capsys) -> None:
         assert key in fig
     assert fig["utterances_found"] == fig["utterances_true"] == 2
     assert fig["face_pairwise_f1"] == 1.0 and fig["faces_missed"] == 0
+    # Only a new person's first frame waits for a second, agreeing embedding before it gets an id.
+    assert 0 < fig["faces_pending"] <= fig["face_ids"]
     assert 0.0 <= fig["asr_wer"] <= 1.0 and fig["realtime_factor"] > 0
     assert set(fig["stage_ms_total"]) == {"face_detect", "face_embed", "vad", "speaker", "asr"}

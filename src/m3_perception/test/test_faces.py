@@ -81,21 +81,27 @@ def test_identity_clusters_join_and_split() -> None:
 
 
 def test_pipeline_stable_ids_and_reidentification(encoder: FaceEncoder, photos: dict[str, np.ndarray]) -> None:
-    """Three people; one leaves and comes back elsewhere; one appears for a single frame."""
+    """Three people; a new identity waits for a second agreeing embedding; one leaves and comes back."""
     pipe = FacePipeline(encoder, FaceParams(reembed_every_n=3))
-    seen: list[dict[str, str]] = []
+    frames: list[list] = []
     t = 0.0
     # 4 frames with all three, moving slightly.
     for i in range(4):
         pl = [("astronaut", 20 + 4 * i, 100, 1.0), ("hopper", 230, 60 + 3 * i, 0.7), ("cameraman", 440, 120, 1.0)]
-        obs = pipe.process(compose(photos, pl), t)
-        seen.append({o.face_id: o for o in obs})
+        frames.append(pipe.process(compose(photos, pl), t))
+        if i == 0:
+            assert not pipe.clusters.identities
         t += 0.2
+    # First frame: three faces, embedded, but nobody yet (a new identity needs two agreeing frames).
+    assert len(frames[0]) == 3 and all(o.face_id == "" and o.embedding.size == 128 for o in frames[0])
+    seen = [{o.face_id: o for o in obs} for obs in frames[1:]]
     first = seen[0]
     assert len(first) == 3 and set(first) == {"face_1", "face_2", "face_3"}
+    assert all(o.new_identity for o in first.values())
     assert all(set(s) == set(first) for s in seen)
-    by_track = {o.track_id: o.face_id for s in seen for o in s.values()}
+    by_track = {o.track_id: o.face_id for obs in frames[1:] for o in obs}
     assert len(by_track) == 3  # the tracker kept one track per person
+    assert {o.track_id for o in frames[0]} == set(by_track)  # the pending frame's tracks got those ids
     ids = {}
     for fid, o in first.items():
         x = o.box[0]
@@ -112,17 +118,39 @@ def test_pipeline_stable_ids_and_reidentification(encoder: FaceEncoder, photos: 
     for ident in pipe.clusters.identities.values():
         assert ident.crops and ident.best_crop()[:2] == b"\xff\xd8"
     # A periodic re-embedding happened on tracked faces (entry + every 3rd frame).
-    embedded = [o for s in seen for o in s.values() if o.embedding.size]
+    embedded = [o for obs in frames for o in obs if o.embedding.size]
     assert 3 < len(embedded) < 12
 
 
 def test_person_swap_in_place_splits_the_track(encoder: FaceEncoder, photos: dict[str, np.ndarray]) -> None:
     """A cut where another person stands where the last one was: IoU alone would keep the track."""
     pipe = FacePipeline(encoder, FaceParams(reembed_every_n=100))
-    a = pipe.process(compose(photos, [("hopper", 20, 60, 0.8)]), 0.0)
-    b = pipe.process(compose(photos, [("hopper", 20, 60, 0.8)]), 0.2)
-    c = pipe.process(compose(photos, [("astronaut", 40, 60, 1.2)]), 0.4)
-    assert len(a) == len(b) == len(c) == 1
-    assert b[0].track_id == a[0].track_id and b[0].embedding.size == 0  # unchanged: not re-embedded
-    assert c[0].embedding.size == 128 and c[0].track_id != a[0].track_id
-    assert c[0].face_id != a[0].face_id and c[0].new_identity
+    hopper = compose(photos, [("hopper", 20, 60, 0.8)])
+    astronaut = compose(photos, [("astronaut", 40, 60, 1.2)])
+    a, b, c = (pipe.process(hopper, t) for t in (0.0, 0.2, 0.4))
+    d, e = (pipe.process(astronaut, t) for t in (0.6, 0.8))
+    assert len(a) == len(b) == len(c) == len(d) == len(e) == 1
+    assert a[0].face_id == "" and b[0].face_id == "face_1" and b[0].new_identity  # confirmed on frame 2
+    assert c[0].track_id == b[0].track_id == a[0].track_id and c[0].embedding.size == 0  # unchanged: not re-embedded
+    # The cut: embedded at once, disagrees with face_1, so a new track, pending until a second frame agrees.
+    assert d[0].embedding.size == 128 and d[0].track_id != a[0].track_id and d[0].face_id == ""
+    assert e[0].track_id == d[0].track_id and e[0].face_id == "face_2" and e[0].new_identity
+
+
+def test_disagreeing_reembedding_without_a_cut_keeps_the_id(
+    encoder: FaceEncoder, photos: dict[str, np.ndarray]
+) -> None:
+    """A periodic re-embedding of the same tracked face that lands far from its exemplars (an atypical
+    view) keeps the track's id and is not added as an exemplar."""
+    pipe = FacePipeline(encoder, FaceParams(reembed_every_n=1, match_distance=0.4))
+    img = compose(photos, [("cameraman", 100, 80, 1.0)])
+    assert pipe.process(img, 0.0)[0].face_id == ""
+    assert pipe.process(img, 0.2)[0].face_id == "face_1"
+    ident = pipe.clusters.identities["face_1"]
+    # The same face, but its identity's exemplars replaced by another person's: the next embedding
+    # disagrees while the face's appearance has not changed.
+    other = encoder.encode(compose(photos, [("astronaut", 40, 60, 1.0)]))[0].embedding
+    ident.exemplars[:] = [other]
+    (obs,) = pipe.process(img, 0.4)
+    assert obs.embedding.size == 128 and obs.face_id == "face_1" and not obs.new_identity
+    assert len(ident.exemplars) == 1 and len(pipe.clusters.identities) == 1
