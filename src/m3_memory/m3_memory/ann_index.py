@@ -17,7 +17,7 @@ EXACT_MAX = 256  # exact-search fallback only while the index holds at most this
 # HNSW parameters, chosen with `m3 bench memory` (recall@10 against exact search; README figures)
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 200
-HNSW_EF = 64
+HNSW_EF = 128
 
 
 class CosineIndex:
@@ -87,8 +87,7 @@ class CosineIndex:
                 return out
             fetch = min(n, max(k * 4, 32))
             while True:
-                self._hnsw.set_ef(max(self._ef, fetch))
-                found, distances = self._hnsw.knn_query(query, k=fetch)
+                found, distances = self._knn(query, fetch, n)
                 out = [
                     (int(label), float(1.0 - dist))
                     for label, dist in zip(found[0], distances[0], strict=True)
@@ -97,6 +96,24 @@ class CosineIndex:
                 if len(out) >= k or fetch >= n:
                     return out[:k]
                 fetch = min(n, fetch * 4)
+
+    def _knn(self, query: np.ndarray, fetch: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """hnswlib's knn_query, robust to its "Cannot return the results" error: when a search
+        reaches fewer than `fetch` vectors (an HNSW graph over many near-duplicates, e.g. repeated
+        episodic texts, can strand the search in a small cluster), retry with a larger ef, and
+        finally return what the search reaches."""
+        ef = max(self._ef, fetch)
+        while True:
+            self._hnsw.set_ef(ef)
+            try:
+                return self._hnsw.knn_query(query, k=fetch, num_threads=1)
+            except RuntimeError:
+                if ef < n:
+                    ef = min(n, ef * 4)
+                elif fetch > 1:
+                    fetch //= 2
+                else:
+                    return np.zeros((1, 0), dtype=np.uint64), np.zeros((1, 0), dtype=np.float32)
 
     def save(self, path: str) -> None:
         """Write the HNSW graph (only meaningful above EXACT_MAX; the caller records what it matches)."""

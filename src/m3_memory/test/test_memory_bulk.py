@@ -78,3 +78,32 @@ def test_sentence_set_vectors_are_cached_and_jittered(tmp_path, embedder):
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     cosine = float(vectors[23] @ vectors[3])
     assert 0.97 < cosine < 0.999  # like two MiniLM sentences that differ in their event number
+
+
+def test_index_search_survives_a_stranded_hnsw_search():
+    """hnswlib raises when a search reaches fewer than k vectors (seen at 1M near-duplicate memories):
+    the index retries with a larger ef and then returns what the search reaches."""
+    from m3_memory.ann_index import CosineIndex
+
+    rng = np.random.default_rng(1)
+    vectors = rng.normal(size=(400, 16)).astype(np.float32)
+    index = CosineIndex(16, capacity=512)
+    index.add(list(range(400)), vectors)
+    hnsw = index._hnsw
+    real_query = hnsw.knn_query
+    calls = []
+
+    class Stranded:  # reaches only 5 vectors, whatever the ef
+        def __getattr__(self, name):
+            return getattr(hnsw, name)
+
+        def knn_query(self, query, k=1, num_threads=-1):
+            calls.append((k, hnsw.ef))
+            if k > 5:
+                raise RuntimeError("Cannot return the results in a contiguous 2D array. Probably ef or M is too small")
+            return real_query(query, k=k, num_threads=num_threads)
+
+    index._hnsw = Stranded()
+    found = index.search(vectors[7], 10)
+    assert 1 <= len(found) <= 5 and found[0][0] == 7
+    assert max(ef for _, ef in calls) == 400  # ef was raised before k was lowered
