@@ -39,6 +39,11 @@ class PocketsphinxAsr:
             samprate=16000,
             loglevel="FATAL",
             bestpath=True,
+            # Speed: no second (flat-lexicon) search pass and at most 3000 active HMMs per frame.
+            # Measured on 24 bench utterances (slt, kal, espeak-ng): 920 → 550 ms per utterance,
+            # WER 0.34 → 0.31 (slt 0.12 → 0.08, kal 0.14 → 0.15, espeak-ng 0.76 → 0.72).
+            fwdflat=False,
+            maxhmmpf=3000,
             hmm=str(require_file(d / "en-us" / "mdef", "pocketsphinx acoustic").parent),
             lm=str(require_file(d / "en-us.lm.bin", "pocketsphinx language")),
             dict=str(require_file(d / "cmudict-en-us.dict", "pocketsphinx dictionary")),

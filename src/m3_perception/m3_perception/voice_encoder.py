@@ -18,8 +18,15 @@ MIN_SAMPLES = 16000 // 4  # resemblyzer needs at least a few 10 ms mel frames; b
 class VoiceEncoder:
     """Embed one utterance (mono float32 16 kHz) into a unit float32 256-d vector."""
 
-    def __init__(self, weights: str | Path = "", device: str = "cpu") -> None:
+    def __init__(self, weights: str | Path = "", device: str = "cpu", torch_threads: int = 1) -> None:
+        import torch
         from resemblyzer import VoiceEncoder as _Resemblyzer
+
+        # The LSTM on a 1-3 s utterance is small: one thread ran it in ~70 ms, two threads (the
+        # default on 2 cores, sharing them with the face worker) in 120-380 ms. Process-wide setting;
+        # resemblyzer is the only torch model in the perception and memory processes. 0: leave as is.
+        if torch_threads > 0:
+            torch.set_num_threads(torch_threads)
 
         path = (
             require_file(weights, "resemblyzer speaker")
@@ -27,6 +34,8 @@ class VoiceEncoder:
             else packaged_file("resemblyzer", "pretrained.pt", "resemblyzer speaker")
         )
         self._model = _Resemblyzer(device, verbose=False, weights_fpath=path)
+        # torch's first LSTM call sets itself up (~3 s here); do it now, not on the first utterance.
+        self._model.embed_utterance(np.random.default_rng(0).normal(0.0, 0.01, 16000).astype(np.float32))
 
     def encode(self, samples: np.ndarray) -> np.ndarray:
         x = np.asarray(samples, dtype=np.float32)
