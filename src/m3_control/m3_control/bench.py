@@ -40,10 +40,10 @@ CLIPS = [
 class ListMemory:
     """In-memory MemoryClient: returns the first top_k clips (no scoring: the loop is what is measured)."""
 
-    def search_clip(self, query, top_k=2, threshold=0.5, before_clip=-1, conversation_id=""):
+    def search_clip(self, query, top_k=2, threshold=0.5, before_clip=-1, conversation_id="", before_stamp_ns=0):
         return CLIPS[:top_k]
 
-    def search_node(self, query, kinds=(), top_k=20, before_clip=-1):
+    def search_node(self, query, kinds=(), top_k=20, before_clip=-1, before_stamp_ns=0):
         return [m for c in CLIPS for m in c.memories][:top_k]
 
 

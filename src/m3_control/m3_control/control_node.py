@@ -210,16 +210,13 @@ class ControlNode(Node):
 
     def _run(self, goal_handle: ServerGoalHandle) -> LoopResult:
         goal: Instruct.Goal = goal_handle.request
-        stamp = goal.before_stamp
-        if stamp.sec or stamp.nanosec:
-            return LoopResult(
-                "INVALID_GOAL",
-                error_message="before_stamp is not supported yet (SearchClip has no time limit); use before_clip",
-            )
         if goal.max_rounds > 20:
             return LoopResult("INVALID_GOAL", error_message=f"max_rounds {goal.max_rounds} outside 1..20")
         config = LoopConfig(
-            max_rounds=goal.max_rounds or self.default_max_rounds, before_clip=goal.before_clip, **self.loop_config
+            max_rounds=goal.max_rounds or self.default_max_rounds,
+            before_clip=goal.before_clip,
+            before_stamp_ns=goal.before_stamp.sec * 1_000_000_000 + goal.before_stamp.nanosec,
+            **self.loop_config,
         )
 
         def feedback(event: RoundEvent) -> None:

@@ -58,6 +58,7 @@ class LoopConfig:
     threshold: float = 0.5  # minimum clip score (reference: 0.5)
     node_top_k: int = 20  # nodes per search_node for character-id queries (reference: 20)
     before_clip: int = -1  # as-of limit from the goal; -1 = none
+    before_stamp_ns: int = 0  # as-of limit from the goal (stream time); 0 = none
     max_instruction_chars: int = 2000
     reasks: int = 2  # re-asks per round for an invalid plan or a search in the last round
 
@@ -257,11 +258,13 @@ def run_loop(
             try:
                 top_k = config.top_k if decision.top_k is None else decision.top_k
                 threshold = config.threshold if decision.threshold is None else decision.threshold
-                clips = memory.search_clip(query, top_k, threshold, config.before_clip, conversation_id)
+                clips = memory.search_clip(
+                    query, top_k, threshold, config.before_clip, conversation_id, config.before_stamp_ns
+                )
                 nodes = []
                 node_top_k = decision.node_top_k or (config.node_top_k if asks_for_id(query) else 0)
                 if node_top_k:
-                    nodes = memory.search_node(query, (), node_top_k, config.before_clip)
+                    nodes = memory.search_node(query, (), node_top_k, config.before_clip, config.before_stamp_ns)
             except MemoryUnavailable as error:
                 result.code, result.error_message = MEMORY_UNAVAILABLE, str(error)
                 return result

@@ -49,13 +49,19 @@ class MemoryClient(Protocol):
     """Search interface of the memory node (services /m3/memory/search_clip and search_node)."""
 
     def search_clip(
-        self, query: str, top_k: int = 2, threshold: float = 0.5, before_clip: int = -1, conversation_id: str = ""
+        self,
+        query: str,
+        top_k: int = 2,
+        threshold: float = 0.5,
+        before_clip: int = -1,
+        conversation_id: str = "",
+        before_stamp_ns: int = 0,
     ) -> list[Clip]:
         """Clips whose best memory scores >= threshold, best first; raises MemoryUnavailable."""
         ...
 
     def search_node(
-        self, query: str, kinds: tuple[str, ...] = (), top_k: int = 20, before_clip: int = -1
+        self, query: str, kinds: tuple[str, ...] = (), top_k: int = 20, before_clip: int = -1, before_stamp_ns: int = 0
     ) -> list[Memory]:
         """Memory nodes nearest to the query, best first; raises MemoryUnavailable."""
         ...

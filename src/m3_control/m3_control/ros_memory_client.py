@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 
+from builtin_interfaces.msg import Time
 from rclpy.callback_groups import CallbackGroup
 from rclpy.client import Client
 from rclpy.node import Node
@@ -16,6 +17,12 @@ from rclpy.node import Node
 from m3_control.memory_client import Clip, Memory, MemoryQueryRejected, MemoryUnavailable
 from m3_interfaces.msg import ClipMemory, MemoryItem
 from m3_interfaces.srv import GetEntity, SearchClip, SearchNode
+
+
+def to_time(stamp_ns: int) -> Time:
+    sec, nanosec = divmod(max(0, stamp_ns), 1_000_000_000)
+    return Time(sec=sec, nanosec=nanosec)
+
 
 QUERY_ERRORS = (
     SearchClip.Response.EMPTY_QUERY,
@@ -72,16 +79,25 @@ class RosMemoryClient:
             raise MemoryQueryRejected(message)
         raise MemoryUnavailable(message)
 
-    def search_clip(self, query, top_k=2, threshold=0.5, before_clip=-1, conversation_id="") -> list[Clip]:
+    def search_clip(
+        self, query, top_k=2, threshold=0.5, before_clip=-1, conversation_id="", before_stamp_ns=0
+    ) -> list[Clip]:
         request = SearchClip.Request(
-            query=query, top_k=top_k, threshold=threshold, before_clip=before_clip, conversation_id=conversation_id
+            query=query,
+            top_k=top_k,
+            threshold=threshold,
+            before_clip=before_clip,
+            conversation_id=conversation_id,
+            before_stamp=to_time(before_stamp_ns),
         )
         response = self._call(self.search_clip_client, request)
         self._check(self.search_clip_client, response)
         return [clip_from_msg(c) for c in response.clips]
 
-    def search_node(self, query, kinds=(), top_k=20, before_clip=-1) -> list[Memory]:
-        request = SearchNode.Request(query=query, kinds=list(kinds), top_k=top_k, before_clip=before_clip)
+    def search_node(self, query, kinds=(), top_k=20, before_clip=-1, before_stamp_ns=0) -> list[Memory]:
+        request = SearchNode.Request(
+            query=query, kinds=list(kinds), top_k=top_k, before_clip=before_clip, before_stamp=to_time(before_stamp_ns)
+        )
         response = self._call(self.search_node_client, request)
         self._check(self.search_node_client, response)
         return [memory_from_msg(m) for m in response.items]

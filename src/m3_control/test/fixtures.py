@@ -58,13 +58,15 @@ class FakeMemory:
         self.names = names or {}
         self.down = down
         self.calls: list[tuple] = []
+        self.stamps: list[int] = []  # before_stamp_ns of every search
 
     def _score(self, query: str, memory: Memory) -> float:
         q, t = _tokens(query), _tokens(memory.text)
         return len(q & t) / max(1, len(q))
 
-    def search_clip(self, query, top_k=2, threshold=0.5, before_clip=-1, conversation_id=""):
+    def search_clip(self, query, top_k=2, threshold=0.5, before_clip=-1, conversation_id="", before_stamp_ns=0):
         self.calls.append(("search_clip", query, top_k, threshold, before_clip))
+        self.stamps.append(before_stamp_ns)
         if self.down:
             raise MemoryUnavailable("memory service /m3/memory/search_clip not available")
         out = []
@@ -78,8 +80,9 @@ class FakeMemory:
         out.sort(key=lambda c: -c.score)
         return out[:top_k]
 
-    def search_node(self, query, kinds=(), top_k=20, before_clip=-1):
+    def search_node(self, query, kinds=(), top_k=20, before_clip=-1, before_stamp_ns=0):
         self.calls.append(("search_node", query, top_k, before_clip))
+        self.stamps.append(before_stamp_ns)
         if self.down:
             raise MemoryUnavailable("memory service /m3/memory/search_node not available")
         nodes = [Memory(**{**m.__dict__, "score": self._score(query, m)}) for ms in self.clips.values() for m in ms]

@@ -50,6 +50,11 @@ def test_as_of_limit_hides_later_clips():
     assert result.answer.startswith("I don't know")
 
 
+def test_as_of_stamp_reaches_every_search():
+    _, memory, _ = ask("Where did Alice put the keys?", before_stamp_ns=42_500_000_000)
+    assert memory.stamps and set(memory.stamps) == {42_500_000_000}
+
+
 def test_stored_injection_never_becomes_a_step():
     result, _, _ = ask("Where did Alice put the keys?")
     assert result.plan == []

@@ -364,6 +364,7 @@ class MemoryNode(Node):
                 float(request.threshold),
                 int(request.before_clip),
                 request.conversation_id,
+                to_ns(request.before_stamp),
             )
             response.clips = [self.clip_msg(record) for record in records]
             response.error_code = SearchClip.Response.OK

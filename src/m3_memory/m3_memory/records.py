@@ -5,7 +5,7 @@ Times are integer nanoseconds on the stream clock, so clips and as-of limits com
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 KIND_EPISODIC = "episodic"
 KIND_SEMANTIC = "semantic"
@@ -136,3 +136,11 @@ class ClipRecord:
     entity_ids: list[str] = field(default_factory=list)
     score: float = 0.0
     node_scores: dict[str, float] = field(default_factory=dict)  # memory id -> cosine to the query
+
+    def started_by(self, stamp_ns: int) -> ClipRecord:
+        """The clip as it was known at stamp_ns: only memories that had started by then."""
+        return replace(
+            self,
+            episodic=[n for n in self.episodic if n.start_ns <= stamp_ns],
+            semantic=[n for n in self.semantic if n.start_ns <= stamp_ns],
+        )

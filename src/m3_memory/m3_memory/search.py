@@ -316,15 +316,17 @@ class MemorySearch:
         threshold: float | None = None,
         before_clip: int = -1,
         conversation_id: str = "",
+        before_stamp_ns: int = 0,
     ) -> list[ClipRecord]:
         """Reference search_clip: a clip scores its best memory's cosine to the (alias-expanded) query;
-        clips at or above threshold, index <= before_clip, best first, each with all its memories."""
+        clips at or above threshold, index <= before_clip, best first, each with all its memories
+        (only those started by before_stamp_ns when that limit is set)."""
         query = self._check_query(query, required=True)
         top_k = self._check_top_k(self.config.clip_top_k if top_k is None else top_k)
         threshold = self.config.clip_threshold if threshold is None else float(threshold)
         if not (math.isfinite(threshold) and -1.0 <= threshold <= 1.0):
             raise MemoryApiError(errors.INVALID_ARGUMENT, f"threshold must be in [-1, 1], got {threshold}")
-        self._check_as_of(before_clip, 0)
+        self._check_as_of(before_clip, before_stamp_ns)
         vectors = self.embedder.embed(self.query_variants(query))
         graph = self.graph
         with graph.lock:
@@ -332,11 +334,12 @@ class MemorySearch:
             fetch = min(total, max(50, top_k * 20))
             scores: dict[int, float] = {}
             while fetch > 0:
-                hits = self._text_hits(vectors, fetch, set(TEXT_KINDS), before_clip, 0)
+                hits = self._text_hits(vectors, fetch, set(TEXT_KINDS), before_clip, before_stamp_ns)
                 scores = {}
                 for node_id, score in hits:
                     for clip_index in graph.node_clips.get(node_id, []):
-                        if before_clip < 0 or clip_index <= before_clip:
+                        started = before_stamp_ns <= 0 or graph.clips[clip_index]["start_ns"] <= before_stamp_ns
+                        if started and (before_clip < 0 or clip_index <= before_clip):
                             scores[clip_index] = max(scores.get(clip_index, -2.0), score)
                 above = [c for c, s in scores.items() if s >= threshold]
                 exhausted = len(hits) < fetch or fetch >= total
@@ -345,6 +348,8 @@ class MemorySearch:
                 fetch = min(total, fetch * 4)
             ranked = sorted(((s, c) for c, s in scores.items() if s >= threshold), key=lambda sc: (-sc[0], sc[1]))
             records = [self.clip_record(c, score=s, vectors=vectors) for s, c in ranked[:top_k]]
+        if before_stamp_ns > 0:
+            records = [record.started_by(before_stamp_ns) for record in records]
         labels = self._conversation(conversation_id)
         return [self.render(record, labels) for record in records]
 

@@ -148,6 +148,13 @@ def test_as_of_limits(memory):
     assert stamped and all(h.start_ns <= 10 * 1_000_000_000 for h in stamped)
     clips = memory.search.search_clip("where are the keys kept", top_k=2, threshold=0.2, before_clip=0)
     assert [c.clip_index for c in clips] == [0]
+    # by stream time, inside clip 1: its memory said at 31 s is in, nothing later of that clip
+    memory.ingest(clip(2, voices=[voice("voice_1", 64, 66, "I keep the keys in the car")]))
+    limit = 40 * 1_000_000_000
+    stamped_clips = memory.search.search_clip("where are the keys kept", top_k=3, threshold=0.2, before_stamp_ns=limit)
+    assert sorted(c.clip_index for c in stamped_clips) == [0, 1]
+    assert all(n.start_ns <= limit for c in stamped_clips for n in c.episodic + c.semantic)
+    assert "car" not in " ".join(n.text for c in stamped_clips for n in c.episodic)
 
 
 def test_entity_matching_across_runs(tmp_path, embedder):
