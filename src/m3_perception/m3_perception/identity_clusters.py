@@ -35,9 +35,14 @@ def cosine_to_l2(cosine: float) -> float:
 class IdentityClusters:
     """Assign embeddings to identities online; ids are `prefix_N`, N from 1, never reused."""
 
-    def __init__(self, prefix: str, max_distance: float, max_exemplars: int = 20, max_crops: int = 3) -> None:
+    def __init__(
+        self, prefix: str, max_distance: float, max_exemplars: int = 20, max_crops: int = 3, centroid: bool = False
+    ) -> None:
+        """`centroid`: an identity's distance is also measured to the mean of its exemplars (the
+        nearer of the two counts), as GE2E speaker embeddings are trained to be compared."""
         if max_distance <= 0:
             raise ValueError("max_distance must be > 0")
+        self.centroid = centroid
         self.prefix = prefix
         self.max_distance = max_distance
         self.max_exemplars = max_exemplars
@@ -45,15 +50,19 @@ class IdentityClusters:
         self.identities: dict[str, IdentityState] = {}
 
     def distance(self, ident_id: str, emb: np.ndarray) -> float:
-        """Distance of `emb` to one identity (min over its exemplars)."""
-        ex = self.identities[ident_id].exemplars
-        return float(np.min(np.linalg.norm(np.stack(ex) - emb, axis=1)))
+        """Distance of `emb` to one identity (min over its exemplars, and their mean with `centroid`)."""
+        ex = np.stack(self.identities[ident_id].exemplars)
+        d = float(np.min(np.linalg.norm(ex - emb, axis=1)))
+        if self.centroid and len(ex) > 1:
+            c = ex.mean(axis=0)
+            d = min(d, float(np.linalg.norm(c / max(float(np.linalg.norm(c)), 1e-12) - emb)))
+        return d
 
     def nearest(self, emb: np.ndarray) -> tuple[str | None, float]:
-        """Closest identity and its distance (min over exemplars); (None, inf) when empty."""
+        """Closest identity and its distance (see `distance`); (None, inf) when empty."""
         best, best_d = None, float("inf")
         for ident in self.identities.values():
-            d = float(np.min(np.linalg.norm(np.stack(ident.exemplars) - emb, axis=1)))
+            d = self.distance(ident.id, emb)
             if d < best_d:
                 best, best_d = ident.id, d
         return best, best_d

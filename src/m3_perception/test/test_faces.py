@@ -80,6 +80,19 @@ def test_identity_clusters_join_and_split() -> None:
     assert c.identities["face_1"].best_crop() == b"y" and len(c.identities["face_1"].crops) == 2
 
 
+def test_identity_clusters_centroid_joins_what_no_single_exemplar_reaches() -> None:
+    a1 = np.array([1.0, 0.3, 0.0], np.float32)
+    a2 = np.array([1.0, -0.3, 0.0], np.float32)
+    q = np.array([1.0, 0.0, 0.25], np.float32)
+    a1, a2, q = (v / np.linalg.norm(v) for v in (a1, a2, q))
+    # q is 0.38 from each exemplar but 0.24 from their mean.
+    for centroid, expected in ((False, ("face_2", True)), (True, ("face_1", False))):
+        c = IdentityClusters("face", max_distance=0.3, centroid=centroid)
+        assert c.assign(a1, 0.0) == ("face_1", True)
+        c.add_exemplar(c.identities["face_1"], a2)
+        assert c.assign(q, 1.0) == expected
+
+
 def test_pipeline_stable_ids_and_reidentification(encoder: FaceEncoder, photos: dict[str, np.ndarray]) -> None:
     """Three people; a new identity waits for a second agreeing embedding; one leaves and comes back."""
     pipe = FacePipeline(encoder, FaceParams(reembed_every_n=3))
