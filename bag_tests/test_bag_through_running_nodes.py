@@ -121,7 +121,7 @@ def test_memory_on_disk_has_the_people_their_names_and_what_they_said(played_mem
     finally:
         store.close()
     faces = [e for e in export["entities"] if e["kind"] == "face"]
-    assert len(faces) == 2, [f["entity_id"] for f in faces]
+    assert len(faces) == 2, [f["entity_id"] for f in faces]  # Alice and Bob, one face identity each
     persons = {e["entity_id"]: e for e in export["entities"] if e["kind"] == "person"}
     assert "Alice" in {p["name"] for p in persons.values()}
     texts = " ".join(n["text"].lower() for n in export["text_nodes"])

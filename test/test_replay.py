@@ -2,6 +2,7 @@
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
@@ -11,44 +12,13 @@ from m3_agent.demo.generate import generate
 from m3_agent.recording.bag_reader import bag_info
 from m3_agent.recording.video2bag import convert
 
-SCRIPT = {
-    "episode_id": "replay_test",
-    "fps": 5,
-    "width": 640,
-    "height": 480,
-    "gap_s": 1.0,
-    "people": {
-        "alice": {
-            "name": "Alice",
-            "photo": "skimage:astronaut",
-            "crop": [116, 0, 220, 260],
-            "voice": "festival:cmu_us_slt_arctic_hts",
-        },
-        "bob": {"name": "Bob", "photo": "skimage:camera", "crop": [158, 66, 160, 190], "voice": "festival:kal_diphone"},
-    },
-    "scenes": [
-        {
-            "present": ["alice", "bob"],
-            "lines": [
-                ["alice", "Good morning. My name is Alice."],
-                ["alice", "I put the red folder in the kitchen drawer."],
-                ["bob", "I like black coffee."],
-                ["alice", "I like green tea in the morning."],
-            ],
-        },
-    ],
-    "questions": [
-        {"q": "Where is the red folder?", "a": "In the kitchen drawer", "type": ["Multi-Detail Reasoning"], "at": "end"}
-    ],
-}
+TWO_PEOPLE = Path(__file__).with_name("data") / "two_people.yaml"
 
 
 @pytest.fixture(scope="module")
 def bag(tmp_path_factory):
     out = tmp_path_factory.mktemp("replay")
-    script = out / "script.yaml"
-    script.write_text(yaml.safe_dump(SCRIPT))
-    generate(out, script)
+    generate(out, TWO_PEOPLE)
     convert(out / "episode.mp4", out / "bag")
     return out / "bag"
 
