@@ -3,6 +3,9 @@
 # It activates the project virtualenv (ROS 2 Jazzy wheels and Python dependencies), sources the
 # colcon overlay in install/, and puts the node executables and the `m3` command on PATH.
 
+# colcon's and venv's scripts read unset variables: lift `set -u` while sourcing them.
+case $- in *u*) _m3_nounset=1; set +u ;; *) _m3_nounset= ;; esac
+
 if [ -n "${BASH_SOURCE:-}" ]; then
   M3_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
   _m3_shell=bash
@@ -12,6 +15,7 @@ elif [ -n "${ZSH_VERSION:-}" ]; then
   _m3_shell=zsh
 else
   echo "env.sh: source it from bash or zsh" >&2
+  [ -n "$_m3_nounset" ] && set -u
   return 1
 fi
 export M3_ROOT
@@ -20,6 +24,7 @@ _m3_venv=${M3_VENV:-$M3_ROOT/.venv}
 if [ ! -f "$_m3_venv/bin/activate" ] || [ ! -f "$M3_ROOT/install/setup.$_m3_shell" ]; then
   echo "env.sh: the workspace is not set up yet; run: bash $M3_ROOT/bootstrap.sh setup" >&2
   unset _m3_venv _m3_shell
+  [ -n "$_m3_nounset" ] && set -u
   return 1
 fi
 
@@ -39,3 +44,5 @@ export RMW_IMPLEMENTATION=${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}
 # Models come from installed packages or local paths only: never from a hub.
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 unset _m3_venv _m3_shell _m3_pkg
+if [ -n "$_m3_nounset" ]; then set -u; fi
+unset _m3_nounset

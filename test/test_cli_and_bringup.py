@@ -68,7 +68,8 @@ def test_launch_files(launch_file):
 
 
 def test_env_sh_puts_m3_on_path():
-    script = f"source {ROOT / 'env.sh'} && command -v m3 perception_node memory_node control_node"
+    # under `set -euo pipefail`, as bootstrap.sh sources it: colcon's scripts read unset variables
+    script = f"set -euo pipefail; source {ROOT / 'env.sh'}; command -v m3 perception_node memory_node control_node"
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV",)}
     env["PATH"] = "/usr/local/bin:/usr/bin:/bin"
     result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, check=False)
