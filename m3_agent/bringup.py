@@ -6,11 +6,12 @@ standard ROS 2 install; the launch files in launch/ start the same nodes with th
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import rclpy
@@ -114,16 +115,15 @@ def snapshot_graph(probe: Node, node_names: tuple[str, ...], settle_s: float = 5
     return GraphSnapshot(sorted(seen & set(node_names)), topics, services, actions)
 
 
-def run(
+@contextlib.contextmanager
+def running_nodes(
     params_file: str | None = None,
     selected: tuple[str, ...] = NODE_NAMES,
-    exit_after_s: float | None = None,
-    on_ready: Callable[[list[Node]], None] | None = None,
-    ros_args: list[str] | None = None,
-    stop: threading.Event | None = None,
     overrides: dict[str, dict[str, object]] | None = None,
-) -> int:
-    """Spin the selected nodes in one MultiThreadedExecutor until Ctrl-C, exit_after_s or stop."""
+    ros_args: list[str] | None = None,
+) -> Iterator[tuple[list[Node], MultiThreadedExecutor]]:
+    """rclpy initialised with the parameter files, the selected nodes created and added to one
+    MultiThreadedExecutor (not yet spinning); everything torn down on exit."""
     params_file = params_file or default_params_file()
     if not os.path.isfile(params_file):
         raise FileNotFoundError(f"parameter file not found: {params_file}")
@@ -139,14 +139,7 @@ def run(
         nodes = create_nodes(selected)
         for node in nodes:
             executor.add_node(node)
-        if on_ready is not None:
-            on_ready(nodes)
-        end = None if exit_after_s is None else time.monotonic() + exit_after_s
-        stop = stop or threading.Event()
-        while rclpy.ok() and not stop.is_set() and (end is None or time.monotonic() < end):
-            executor.spin_once(timeout_sec=0.1)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        yield nodes, executor
     finally:
         executor.shutdown()
         for node in nodes:
@@ -154,4 +147,26 @@ def run(
         rclpy.try_shutdown()
         if override_file:
             os.unlink(override_file)
+
+
+def run(
+    params_file: str | None = None,
+    selected: tuple[str, ...] = NODE_NAMES,
+    exit_after_s: float | None = None,
+    on_ready: Callable[[list[Node]], None] | None = None,
+    ros_args: list[str] | None = None,
+    stop: threading.Event | None = None,
+    overrides: dict[str, dict[str, object]] | None = None,
+) -> int:
+    """Spin the selected nodes in one MultiThreadedExecutor until Ctrl-C, exit_after_s or stop."""
+    with running_nodes(params_file, selected, overrides, ros_args) as (nodes, executor):
+        try:
+            if on_ready is not None:
+                on_ready(nodes)
+            end = None if exit_after_s is None else time.monotonic() + exit_after_s
+            stop = stop or threading.Event()
+            while rclpy.ok() and not stop.is_set() and (end is None or time.monotonic() < end):
+                executor.spin_once(timeout_sec=0.1)
+        except (KeyboardInterrupt, ExternalShutdownException):
+            pass
     return 0

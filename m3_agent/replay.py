@@ -103,7 +103,7 @@ class Replayer:
         from m3_memory.clip_window import ClipWindows
         from m3_memory.records import MATCH_FACE, MATCH_VOICE, FaceEvidence, MatchEvidence, VoiceEvidence
         from m3_perception.audio_codec import AudioDecodeError, decode_chunk
-        from m3_perception.image_codec import ImageDecodeError, decode_compressed, decode_raw
+        from m3_perception.image_codec import ImageDecodeError, decode_compressed, decode_raw, encode_jpeg
 
         bag = Path(bag).resolve()
         info = bag_info(bag)
@@ -183,9 +183,9 @@ class Replayer:
                     counts["frames"] += 1
                     stamp_ns = round(header_s * NS)
                     if windows.wants_keyframe(stamp_ns):
-                        from m3_perception.image_codec import encode_jpeg
-
-                        store(windows.add_keyframe(stamp_ns, encode_jpeg(rgb, 80)))
+                        recorded_jpeg = message.msgtype == COMPRESSED_IMAGE and "jpeg" in msg.format
+                        jpeg = bytes(msg.data) if recorded_jpeg else encode_jpeg(rgb, 80)
+                        store(windows.add_keyframe(stamp_ns, jpeg))
                     observations = self.faces.process(rgb, header_s)
                     self.matcher.observe_faces(header_s, [(o.face_id, o.box[2] * o.box[3]) for o in observations])
                     for o in observations:

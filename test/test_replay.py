@@ -78,3 +78,32 @@ def test_unknown_parameter_in_yaml_is_refused(bag, tmp_path):
     )
     assert result.returncode == 2
     assert "unknown perception_node parameter(s) ['face_rate']" in result.stderr
+
+
+def test_eval_answers_the_episode_questions_through_the_action(bag, replayed, tmp_path):
+    memory_dir, _ = replayed
+    questions = bag.parent / "questions.json"
+    episode_id = next(iter(json.loads(questions.read_text())))
+    (tmp_path / "episodes" / episode_id).mkdir(parents=True)
+    (tmp_path / "episodes" / episode_id / "memory").symlink_to(memory_dir)
+    out = tmp_path / "results.jsonl"
+    command = [
+        "m3",
+        "eval",
+        "--annotations",
+        str(questions),
+        "--episodes",
+        str(tmp_path / "episodes"),
+        "--out",
+        str(out),
+        "--quiet",
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads(result.stdout.splitlines()[-1])
+    assert summary["judge"] == "normalised-match" and summary["questions"] == 1
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["ground_truth"] == "kitchen drawer" and record["evidence"]
+    assert record["verdict"] is ("kitchen drawer" in record["answer"].lower())
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600)  # resumes: nothing asked again
+    assert again.returncode == 0 and len(out.read_text().splitlines()) == 1

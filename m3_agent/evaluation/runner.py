@@ -7,8 +7,8 @@ question goes to them as an Instruct goal over DDS with the question's as-of lim
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -24,34 +24,37 @@ class SuiteSession:
     """memory_node + control_node for one memory directory, and an Instruct action client."""
 
     def __init__(self, memory_dir: Path, params_file: str, action: str = "/m3/instruct") -> None:
-        import rclpy
         from rclpy.action import ActionClient
-        from rclpy.executors import MultiThreadedExecutor
         from rclpy.node import Node
 
         from m3_agent import bringup
         from m3_interfaces.action import Instruct
 
-        self._nodes: list = []
-        self._client_node = None
-        self._executor = None
-        self._override = bringup.overrides_file({"memory_node": {"memory_dir": str(memory_dir)}})
-        rclpy.init(args=["m3_eval", "--ros-args", "--params-file", params_file, "--params-file", self._override])
-        self._nodes = bringup.create_nodes(("memory_node", "control_node"))
-        if getattr(self._nodes[0], "store_error", ""):
-            self.close()
-            raise RuntimeError(self._nodes[0].store_error)
-        self._client_node = Node("m3_eval_client")
-        self._executor = MultiThreadedExecutor(num_threads=max(4, os.cpu_count() or 1))
-        for node in [*self._nodes, self._client_node]:
-            self._executor.add_node(node)
-        self._thread = threading.Thread(target=self._executor.spin, daemon=True)
-        self._thread.start()
-        self._client = ActionClient(self._client_node, Instruct, action)
-        self._goal_type = Instruct.Goal
-        if not self._client.wait_for_server(timeout_sec=30.0):
-            self.close()
-            raise RuntimeError(f"the control node's action {action} did not come up")
+        self._stack = contextlib.ExitStack()
+        try:
+            nodes, executor = self._stack.enter_context(
+                bringup.running_nodes(
+                    params_file, ("memory_node", "control_node"), {"memory_node": {"memory_dir": str(memory_dir)}}
+                )
+            )
+            if getattr(nodes[0], "store_error", ""):
+                raise RuntimeError(nodes[0].store_error)
+            client_node = Node("m3_eval_client")
+
+            def stop_client() -> None:  # before the suite's own teardown: stop spinning, then destroy
+                executor.shutdown()
+                client_node.destroy_node()
+
+            self._stack.callback(stop_client)
+            executor.add_node(client_node)
+            threading.Thread(target=executor.spin, daemon=True).start()
+            self._client = ActionClient(client_node, Instruct, action)
+            self._goal_type = Instruct.Goal
+            if not self._client.wait_for_server(timeout_sec=30.0):
+                raise RuntimeError(f"the control node's action {action} did not come up")
+        except BaseException:
+            self._stack.close()
+            raise
 
     @staticmethod
     def _wait(future, timeout_s: float):
@@ -78,14 +81,7 @@ class SuiteSession:
         }
 
     def close(self) -> None:
-        import rclpy
-
-        if self._executor is not None:
-            self._executor.shutdown()
-        for node in [*self._nodes, *([self._client_node] if self._client_node else [])]:
-            node.destroy_node()
-        rclpy.try_shutdown()
-        os.unlink(self._override)
+        self._stack.close()
 
 
 def memory_dir_of(episodes_dir: Path, episode_id: str) -> Path:
