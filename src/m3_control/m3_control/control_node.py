@@ -7,6 +7,9 @@ declares parameters, converts messages, and applies the goal policy for concurre
   queue   - goals run one after the other in arrival order (ros2/examples queue server);
   reject  - a goal arriving while one runs is rejected (single-goal server);
   preempt - a new goal replaces the running one, which ends with PREEMPTED.
+Memory is reached through a MemoryClient: by default the memory node's services
+(ros_memory_client.py); the one-process bring-up injects a DirectMemoryClient over the memory
+node's Memory object instead (m3_agent.bringup, `m3 run --memory-transport`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ from rclpy.node import Node
 
 from m3_control.backends import BACKENDS, make_reasoner
 from m3_control.loop import CANCELED, PREEMPTED, SUCCEEDED, LoopConfig, LoopResult, RoundEvent, run_loop
+from m3_control.memory_client import MemoryClient
 from m3_control.openai_reasoner import OpenAIConfig
+from m3_control.reasoner import Reasoner
 from m3_control.ros_memory_client import RosMemoryClient
 from m3_control.skills import load_skills
 from m3_interfaces.action import Instruct
@@ -83,9 +88,11 @@ PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
 
 
 class ControlNode(Node):
-    """Serves Instruct on /m3/instruct by running the retrieval-round loop over the memory services."""
+    """Serves Instruct on /m3/instruct by running the retrieval-round loop over memory (services or injected)."""
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, memory_client: MemoryClient | None = None, reasoner: Reasoner | None = None, **kwargs) -> None:
+        """memory_client: how memory is searched; None = the memory node's services under memory_prefix
+        (ros_memory_client). reasoner: replaces the configured back-end (benchmarks inject a scripted one)."""
         super().__init__(NODE_NAME, **kwargs)
         for name, (default, descriptor) in PARAMETERS.items():
             self.declare_parameter(name, default, descriptor)
@@ -106,9 +113,12 @@ class ControlNode(Node):
             reasks=p["reasks"],
             api_key=os.environ.get(p["api_key_env"], "") if p["api_key_env"] else "",
         )
-        self.reasoner, self.system_prompt = make_reasoner(
-            p["backend"], self.skills, openai, p["system_prompt_file"], vllm_model=p["model"]
-        )
+        if reasoner is None:
+            self.reasoner, self.system_prompt = make_reasoner(
+                p["backend"], self.skills, openai, p["system_prompt_file"], vllm_model=p["model"]
+            )
+        else:
+            self.reasoner, self.system_prompt = reasoner, ""
         self.loop_config = dict(
             top_k=p["top_k"],
             threshold=p["threshold"],
@@ -118,7 +128,12 @@ class ControlNode(Node):
         )
         self.default_max_rounds = p["default_max_rounds"]
         self._group = ReentrantCallbackGroup()
-        self.memory = RosMemoryClient(self, p["memory_prefix"], p["memory_timeout_s"], self._group)
+        if memory_client is None:
+            self.memory: MemoryClient = RosMemoryClient(self, p["memory_prefix"], p["memory_timeout_s"], self._group)
+            memory_text = f"memory services under {p['memory_prefix']}"
+        else:
+            self.memory = memory_client
+            memory_text = f"memory through {type(memory_client).__name__} (in this process, no services)"
         self._lock = threading.Lock()
         self._active: ServerGoalHandle | None = None
         self._reserved = False  # reject policy: a goal was accepted and has not started yet
@@ -134,7 +149,8 @@ class ControlNode(Node):
             cancel_callback=self._on_cancel,
             callback_group=self._group,
         )
-        self.get_logger().info(f"serving {ACTION_NAME} (backend {p['backend']}, goal_policy {policy})")
+        backend = p["backend"] if reasoner is None else type(reasoner).__name__
+        self.get_logger().info(f"serving {ACTION_NAME} (backend {backend}, goal_policy {policy}, {memory_text})")
 
     # --- parameters ----------------------------------------------------------------------------
     def _on_set_parameters(self, params) -> SetParametersResult:

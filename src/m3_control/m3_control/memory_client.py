@@ -1,13 +1,17 @@
 """What the control loop needs from memory, as plain data: the loop never sees ROS messages.
 
-The ROS adapter (ros_memory_client.py) implements MemoryClient over the memory node's services;
-tests implement it in plain Python. Any failure to reach memory is a MemoryUnavailable, so the
-loop can report MEMORY_UNAVAILABLE instead of answering from nothing.
+Two adapters implement MemoryClient: ros_memory_client.py over the memory node's services, and
+direct_memory_client.py over an m3_memory `Memory` object in this process (the one-process
+bring-up). Both convert results with `memory_of` / `clip_of` and map error codes with
+`memory_error` below, so the loop sees the same data and the same errors whichever way memory is
+reached. Any failure to reach memory is a MemoryUnavailable, so the loop can report
+MEMORY_UNAVAILABLE instead of answering from nothing; a query memory refuses is a MemoryQueryRejected.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -65,6 +69,37 @@ class MemoryClient(Protocol):
     ) -> list[Memory]:
         """Memory nodes nearest to the query, best first; raises MemoryUnavailable."""
         ...
+
+
+def memory_of(item, score: float | None = None) -> Memory:
+    """A Memory from anything with MemoryItem's fields: a MemoryItem message, or m3_memory's SearchHit /
+    TextNode (a TextNode has no score of its own: pass the clip's node score)."""
+    return Memory(
+        node_id=item.node_id,
+        kind=item.kind,
+        text=item.text,
+        clip_index=int(item.clip_index),
+        score=float(item.score if score is None else score),
+        entity_ids=tuple(item.entity_ids),
+    )
+
+
+def clip_of(clip_index: int, score: float, items: Iterable, node_scores: Mapping[str, float] | None = None) -> Clip:
+    """A Clip from its memories in order (episodic, then semantic). node_scores: memory id -> score, for
+    items without a score of their own (m3_memory's ClipRecord.node_scores; missing ids score 0)."""
+    memories = tuple(
+        memory_of(item, None if node_scores is None else node_scores.get(item.node_id, 0.0)) for item in items
+    )
+    return Clip(clip_index=int(clip_index), score=float(score), memories=memories)
+
+
+def memory_error(
+    where: str, code: int, message: str, query_codes: Collection[int]
+) -> MemoryQueryRejected | MemoryUnavailable:
+    """The exception for a memory error code: query_codes (empty/too long/bad argument) reject the query,
+    any other code (store unavailable, internal error) means memory is unavailable."""
+    text = f"{where}: error {code}: {message}"
+    return MemoryQueryRejected(text) if code in query_codes else MemoryUnavailable(text)
 
 
 def entity_ids_in(text: str) -> list[str]:

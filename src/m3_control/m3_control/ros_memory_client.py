@@ -14,7 +14,7 @@ from rclpy.callback_groups import CallbackGroup
 from rclpy.client import Client
 from rclpy.node import Node
 
-from m3_control.memory_client import Clip, Memory, MemoryQueryRejected, MemoryUnavailable
+from m3_control.memory_client import Clip, Memory, MemoryUnavailable, clip_of, memory_error, memory_of
 from m3_interfaces.msg import ClipMemory, MemoryItem
 from m3_interfaces.srv import GetEntity, SearchClip, SearchNode
 
@@ -32,19 +32,11 @@ QUERY_ERRORS = (
 
 
 def memory_from_msg(item: MemoryItem) -> Memory:
-    return Memory(
-        node_id=item.node_id,
-        kind=item.kind,
-        text=item.text,
-        clip_index=item.clip_index,
-        score=float(item.score),
-        entity_ids=tuple(item.entity_ids),
-    )
+    return memory_of(item)
 
 
 def clip_from_msg(clip: ClipMemory) -> Clip:
-    memories = tuple(memory_from_msg(m) for m in [*clip.episodic, *clip.semantic])
-    return Clip(clip_index=clip.clip_index, score=float(clip.score), memories=memories)
+    return clip_of(clip.clip_index, clip.score, [*clip.episodic, *clip.semantic])
 
 
 class RosMemoryClient:
@@ -74,10 +66,7 @@ class RosMemoryClient:
     def _check(self, client: Client, response) -> None:
         if response.error_code == 0:
             return
-        message = f"{client.srv_name}: error {response.error_code}: {response.error_message}"
-        if response.error_code in QUERY_ERRORS:
-            raise MemoryQueryRejected(message)
-        raise MemoryUnavailable(message)
+        raise memory_error(client.srv_name, response.error_code, response.error_message, QUERY_ERRORS)
 
     def search_clip(
         self, query, top_k=2, threshold=0.5, before_clip=-1, conversation_id="", before_stamp_ns=0
