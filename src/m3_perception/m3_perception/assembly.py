@@ -1,21 +1,90 @@
 """Build the face and voice pipelines from parameter values (the node's and `m3 replay`'s).
 
-Models load here, so a missing file fails with its name (ModelFileMissing).
+Models load here, so a missing file fails with its name (ModelFileMissing). Back-ends are chosen
+by parameter (face_backend, speaker_backend, asr_backend); nothing falls back silently.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from m3_perception.asr import Transcriber
 from m3_perception.face_encoder import FaceEncoder
 from m3_perception.face_pipeline import FaceParams, FacePipeline
 from m3_perception.face_voice_matcher import FaceVoiceMatcher, MatcherParams
+from m3_perception.identity_clusters import cosine_to_l2
 from m3_perception.utterances import SegmenterParams
 from m3_perception.voice_pipeline import VoiceParams, VoicePipeline
 
 ASR_BACKENDS = ("pocketsphinx", "openai", "none")
+FACE_BACKENDS = ("dlib", "insightface")
+# Suggested face_match_distance per back-end (README, Thresholds). dlib: L2 between unit 128-d
+# embeddings, measured here. insightface: cosine distance (1 - cosine) between ArcFace embeddings;
+# 0.7 is the reference system's "cosine >= 0.3 joins a face" (not measured here: no weights).
+FACE_MATCH_DISTANCE = {"dlib": 0.40, "insightface": 0.70}
+
+
+class Log(Protocol):
+    """What back-end choices are reported to: a ROS logger or a `logging.Logger`."""
+
+    def info(self, msg: str) -> Any: ...
+
+    def warning(self, msg: str) -> Any: ...
+
+
+_default_log: Log = logging.getLogger(__name__)
+
+
+def face_match_l2(backend: str, face_match_distance: float) -> float:
+    """The L2 distance between unit embeddings the face pipeline clusters with.
+
+    dlib: face_match_distance already is that L2 distance. insightface: it is a cosine distance
+    d = 1 - cos, and |a - b| = sqrt(2 - 2 cos) = sqrt(2 d) on unit vectors.
+    """
+    if backend == "insightface":
+        return cosine_to_l2(1.0 - face_match_distance)
+    return face_match_distance
+
+
+def build_face_encoder(p: Mapping[str, Any], log: Log = _default_log) -> Any:
+    """The configured face encoder (detect / embed / encode, as FaceEncoder)."""
+    backend = p["face_backend"]
+    if backend not in FACE_BACKENDS:
+        raise ValueError(f"face_backend must be one of {FACE_BACKENDS}, got {backend!r}")
+    if backend == "insightface":
+        from m3_perception.insightface_encoder import InsightFaceEncoder
+
+        enc = InsightFaceEncoder(
+            p["insightface_model_dir"], min_score=p["face_min_score"], min_face_px=p["face_min_size_px"]
+        )
+        cuda = "CUDAExecutionProvider" in enc.active_providers
+        log.info(
+            f"faces: InsightFace buffalo_l from {p['insightface_model_dir']} on onnxruntime "
+            f"{'CUDA' if cuda else 'CPU (no CUDAExecutionProvider)'}; face_match_distance "
+            f"{p['face_match_distance']} = cosine distance (L2 {face_match_l2(backend, p['face_match_distance']):.3f})"
+        )
+    else:
+        enc = FaceEncoder(
+            detector=p["face_detector"],
+            min_score=p["face_min_score"],
+            min_face_px=p["face_min_size_px"],
+            recognition_model=p["face_recognition_model"],
+            shape_predictor=p["face_shape_predictor"],
+        )
+    _warn_other_default("face_match_distance", p["face_match_distance"], backend, FACE_MATCH_DISTANCE, log)
+    return enc
+
+
+def _warn_other_default(name: str, value: float, backend: str, defaults: Mapping[str, float], log: Log) -> None:
+    """Say so when a threshold is another back-end's suggested value (a back-end switched, threshold kept)."""
+    for other, v in defaults.items():
+        if other != backend and abs(value - v) < 1e-9 and abs(value - defaults[backend]) > 1e-9:
+            log.warning(
+                f"{name} {value} is the value suggested for {other}; with {backend} "
+                f"{defaults[backend]} is suggested (see the m3_perception README, Thresholds)"
+            )
 
 
 def build_asr(p: Mapping[str, Any]) -> Transcriber | None:
@@ -36,21 +105,19 @@ def build_asr(p: Mapping[str, Any]) -> Transcriber | None:
     return None
 
 
-def build_pipelines(p: Mapping[str, Any]) -> tuple[FacePipeline, VoicePipeline, FaceVoiceMatcher]:
+def build_pipelines(
+    p: Mapping[str, Any], log: Log | None = None
+) -> tuple[FacePipeline, VoicePipeline, FaceVoiceMatcher]:
+    """`log` is told about each full-quality back-end chosen (the node passes its ROS logger)."""
     from m3_perception.vad import SileroVad
     from m3_perception.voice_encoder import VoiceEncoder
 
-    face_encoder = FaceEncoder(
-        detector=p["face_detector"],
-        min_score=p["face_min_score"],
-        min_face_px=p["face_min_size_px"],
-        recognition_model=p["face_recognition_model"],
-        shape_predictor=p["face_shape_predictor"],
-    )
+    log = log or _default_log
+    face_encoder = build_face_encoder(p, log)
     faces = FacePipeline(
         face_encoder,
         FaceParams(
-            match_distance=p["face_match_distance"],
+            match_distance=face_match_l2(p["face_backend"], p["face_match_distance"]),
             reembed_every_n=p["face_reembed_every_n"],
             track_min_iou=p["face_track_min_iou"],
             track_max_age_s=p["face_track_max_age_s"],
@@ -58,6 +125,7 @@ def build_pipelines(p: Mapping[str, Any]) -> tuple[FacePipeline, VoicePipeline, 
             send_crops=p["face_send_crops"],
         ),
     )
+    faces.embedding_model = getattr(face_encoder, "embedding_model", faces.embedding_model)
     voices = VoicePipeline(
         SileroVad(p["vad_model"]),
         VoiceEncoder(p["speaker_model"]),

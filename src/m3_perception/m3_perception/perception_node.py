@@ -66,10 +66,20 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
     "image_transport": ("raw", _str("'raw' (sensor_msgs/Image) or 'compressed' (sensor_msgs/CompressedImage)")),
     "audio_topic": ("/audio", _str("microphone topic (m3_interfaces/AudioChunk)")),
     "face_rate_hz": (5.0, _float("frames per second of stream time sent to face processing", 0.1, 60.0)),
-    "face_detector": ("auto", _str("mediapipe model: 'auto' (short+full range merged), 'short' or 'full'")),
+    "face_backend": (
+        "dlib",
+        _str("'dlib' (mediapipe detection + dlib 128-d, embedded) or 'insightface' (buffalo_l SCRFD + ArcFace 512-d)"),
+    ),
+    "insightface_model_dir": ("", _str("insightface: buffalo_l directory holding det_10g.onnx and w600k_r50.onnx")),
+    "face_detector": ("auto", _str("dlib back-end: mediapipe model 'auto' (short+full range merged), 'short', 'full'")),
     "face_min_score": (0.5, _float("minimum detector confidence", 0.0, 1.0)),
     "face_min_size_px": (24, _int("smaller faces are ignored [px]", 8, 4096)),
-    "face_match_distance": (0.40, _float("max L2 between unit dlib embeddings of one person", 0.05, 2.0)),
+    "face_match_distance": (
+        0.40,
+        _float(
+            "one person: dlib max L2 between unit embeddings (0.40), insightface max cosine distance (0.70)", 0.05, 2.0
+        ),
+    ),
     "face_reembed_every_n": (10, _int("re-embed a tracked face every N processed frames", 1, 10000)),
     "face_track_min_iou": (0.3, _float("IoU needed to continue a track", 0.01, 1.0)),
     "face_track_max_age_s": (1.0, _float("a track unseen this long (stream time) ends [s]", 0.05, 60.0)),
@@ -116,7 +126,7 @@ class PerceptionNode(Node):
         if transport not in ("raw", "compressed"):
             raise ValueError(f"image_transport must be 'raw' or 'compressed', got {transport!r}")
         params = {name: g(name).value for name in PARAMETERS}
-        faces, voices, matcher = build_pipelines(params)  # loads the models; a missing file fails here
+        faces, voices, matcher = build_pipelines(params, self.get_logger())  # loads models; a missing file fails here
 
         latched = QoSProfile(
             depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
