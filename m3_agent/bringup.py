@@ -2,6 +2,12 @@
 
 launch/launch_ros are not available from PyPI, so this is how the suite starts outside a
 standard ROS 2 install; the launch files in launch/ start the same nodes with the same YAML.
+
+Memory transport: when the memory node and the control node run in this process, the control
+loop searches the memory node's Memory object directly (m3_control.direct_memory_client: same
+results and errors as the services, without a DDS round trip per search); `memory_transport
+"service"` makes it call the memory services as a control node in another process does. The
+memory services are served either way, for every other client.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 
 NODE_NAMES = ("perception_node", "memory_node", "control_node")
+MEMORY_TRANSPORTS = ("direct", "service")
 
 
 def default_params_file() -> str:
@@ -32,8 +39,28 @@ def default_params_file() -> str:
     return os.path.abspath(path)
 
 
-def create_nodes(selected: tuple[str, ...] = NODE_NAMES) -> list[Node]:
-    """Instantiate the selected nodes; imports are lazy so one node can run without the others' models."""
+def memory_transport_for(selected: tuple[str, ...], requested: str | None = None) -> str | None:
+    """How the control node reaches memory: "direct" or "service"; None when no control node runs.
+
+    requested None: direct when the memory node runs in this process too, else service. "direct"
+    without the memory node in this process is an error (there is no Memory object to call)."""
+    if requested is not None and requested not in MEMORY_TRANSPORTS:
+        raise ValueError(f"memory transport {requested!r}: choose one of {list(MEMORY_TRANSPORTS)}")
+    if "control_node" not in selected:
+        return None
+    if requested == "direct" and "memory_node" not in selected:
+        raise ValueError("memory transport 'direct' needs memory_node in this process too (add it, or use 'service')")
+    return requested or ("direct" if "memory_node" in selected else "service")
+
+
+def create_nodes(selected: tuple[str, ...] = NODE_NAMES, memory_transport: str | None = None) -> list[Node]:
+    """Instantiate the selected nodes, in the order given; imports are lazy so one node can run without
+    the others' models. The memory node is created before the control node, which gets a
+    DirectMemoryClient over its Memory when the transport (memory_transport_for) is direct."""
+    unknown = set(selected) - set(NODE_NAMES)
+    if unknown:
+        raise ValueError(f"unknown node(s) {sorted(unknown)}; choose from {list(NODE_NAMES)}")
+    transport = memory_transport_for(selected, memory_transport)
     factories: dict[str, Callable[[], Node]] = {}
     if "perception_node" in selected:
         from m3_perception.perception_node import PerceptionNode
@@ -43,14 +70,25 @@ def create_nodes(selected: tuple[str, ...] = NODE_NAMES) -> list[Node]:
         from m3_memory.memory_node import MemoryNode
 
         factories["memory_node"] = MemoryNode
-    if "control_node" in selected:
-        from m3_control.control_node import ControlNode
+    created: dict[str, Node] = {}
+    try:
+        for name in NODE_NAMES:  # memory before control
+            if name in factories:
+                created[name] = factories[name]()
+        if "control_node" in selected:
+            from m3_control.control_node import ControlNode
 
-        factories["control_node"] = ControlNode
-    unknown = set(selected) - set(NODE_NAMES)
-    if unknown:
-        raise ValueError(f"unknown node(s) {sorted(unknown)}; choose from {list(NODE_NAMES)}")
-    return [factories[name]() for name in selected]
+            if transport == "direct":
+                from m3_control.direct_memory_client import DirectMemoryClient
+
+                created["control_node"] = ControlNode(memory_client=DirectMemoryClient.of_node(created["memory_node"]))
+            else:
+                created["control_node"] = ControlNode()
+    except BaseException:
+        for node in created.values():
+            node.destroy_node()
+        raise
+    return [created[name] for name in selected]
 
 
 def parse_overrides(items: list[str]) -> dict[str, dict[str, object]]:
@@ -121,9 +159,11 @@ def running_nodes(
     selected: tuple[str, ...] = NODE_NAMES,
     overrides: dict[str, dict[str, object]] | None = None,
     ros_args: list[str] | None = None,
+    memory_transport: str | None = None,
 ) -> Iterator[tuple[list[Node], MultiThreadedExecutor]]:
     """rclpy initialised with the parameter files, the selected nodes created and added to one
-    MultiThreadedExecutor (not yet spinning); everything torn down on exit."""
+    MultiThreadedExecutor (not yet spinning); everything torn down on exit. memory_transport: see
+    memory_transport_for (None: direct when memory and control both run here)."""
     params_file = params_file or default_params_file()
     if not os.path.isfile(params_file):
         raise FileNotFoundError(f"parameter file not found: {params_file}")
@@ -136,7 +176,7 @@ def running_nodes(
     # More threads than the default: a running goal holds one while its memory replies need another.
     executor = MultiThreadedExecutor(num_threads=max(4, os.cpu_count() or 1))
     try:
-        nodes = create_nodes(selected)
+        nodes = create_nodes(selected, memory_transport)
         for node in nodes:
             executor.add_node(node)
         yield nodes, executor
@@ -157,9 +197,10 @@ def run(
     ros_args: list[str] | None = None,
     stop: threading.Event | None = None,
     overrides: dict[str, dict[str, object]] | None = None,
+    memory_transport: str | None = None,
 ) -> int:
     """Spin the selected nodes in one MultiThreadedExecutor until Ctrl-C, exit_after_s or stop."""
-    with running_nodes(params_file, selected, overrides, ros_args) as (nodes, executor):
+    with running_nodes(params_file, selected, overrides, ros_args, memory_transport) as (nodes, executor):
         try:
             if on_ready is not None:
                 on_ready(nodes)

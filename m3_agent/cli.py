@@ -38,6 +38,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         ros_args=args.ros_args,
         stop=stop,
         overrides=bringup.parse_overrides(args.set),
+        memory_transport=args.memory_transport,
     )
     return 0 if outcome["ok"] else 1
 
@@ -51,6 +52,7 @@ def _cmd_node(args: argparse.Namespace) -> int:
             check=False,
             ros_args=args.ros_args,
             set=args.set,
+            memory_transport=None,
         )
     )
 
@@ -230,6 +232,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--check",
         action="store_true",
         help="start the nodes, print the ROS graph they expose as JSON, and exit (non-zero if one is missing)",
+    )
+    run.add_argument(
+        "--memory-transport",
+        choices=bringup.MEMORY_TRANSPORTS,
+        help="how the control node searches memory: 'direct' calls the memory node's Memory in this process, "
+        "'service' calls its ROS services (default: direct when memory_node and control_node both run here, "
+        "else service)",
     )
     add_common(run)
     run.set_defaults(func=_cmd_run)
