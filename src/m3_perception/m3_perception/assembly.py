@@ -24,6 +24,10 @@ FACE_BACKENDS = ("dlib", "insightface")
 # embeddings, measured here. insightface: cosine distance (1 - cosine) between ArcFace embeddings;
 # 0.7 is the reference system's "cosine >= 0.3 joins a face" (not measured here: no weights).
 FACE_MATCH_DISTANCE = {"dlib": 0.40, "insightface": 0.70}
+SPEAKER_BACKENDS = ("resemblyzer", "eres2netv2")
+# Suggested voice_match_cosine per back-end. resemblyzer: measured here (README, Thresholds).
+# eres2netv2: the reference system's "voice cosine >= 0.6 joins a voice" (not measured here: no weights).
+VOICE_MATCH_COSINE = {"resemblyzer": 0.75, "eres2netv2": 0.60}
 
 
 class Log(Protocol):
@@ -77,6 +81,25 @@ def build_face_encoder(p: Mapping[str, Any], log: Log = _default_log) -> Any:
     return enc
 
 
+def build_voice_encoder(p: Mapping[str, Any], log: Log = _default_log) -> Any:
+    """The configured speaker encoder (`encode(samples) -> unit vector`, as VoiceEncoder)."""
+    backend = p["speaker_backend"]
+    if backend not in SPEAKER_BACKENDS:
+        raise ValueError(f"speaker_backend must be one of {SPEAKER_BACKENDS}, got {backend!r}")
+    if backend == "eres2netv2":
+        from m3_perception.eres2net_encoder import Eres2NetEncoder
+
+        enc = Eres2NetEncoder(p["speaker_model"])
+        runtime = "onnxruntime" if enc.format == "onnx" else "TorchScript"
+        log.info(f"voices: ERes2NetV2 {enc.dim}-d from {enc.path} on {runtime} {enc.device.upper()}")
+    else:
+        from m3_perception.voice_encoder import VoiceEncoder
+
+        enc = VoiceEncoder(p["speaker_model"])
+    _warn_other_default("voice_match_cosine", p["voice_match_cosine"], backend, VOICE_MATCH_COSINE, log)
+    return enc
+
+
 def _warn_other_default(name: str, value: float, backend: str, defaults: Mapping[str, float], log: Log) -> None:
     """Say so when a threshold is another back-end's suggested value (a back-end switched, threshold kept)."""
     for other, v in defaults.items():
@@ -110,7 +133,6 @@ def build_pipelines(
 ) -> tuple[FacePipeline, VoicePipeline, FaceVoiceMatcher]:
     """`log` is told about each full-quality back-end chosen (the node passes its ROS logger)."""
     from m3_perception.vad import SileroVad
-    from m3_perception.voice_encoder import VoiceEncoder
 
     log = log or _default_log
     face_encoder = build_face_encoder(p, log)
@@ -126,9 +148,10 @@ def build_pipelines(
         ),
     )
     faces.embedding_model = getattr(face_encoder, "embedding_model", faces.embedding_model)
+    voice_encoder = build_voice_encoder(p, log)
     voices = VoicePipeline(
         SileroVad(p["vad_model"]),
-        VoiceEncoder(p["speaker_model"]),
+        voice_encoder,
         build_asr(p),
         VoiceParams(
             match_cosine=p["voice_match_cosine"],
@@ -141,6 +164,7 @@ def build_pipelines(
             ),
         ),
     )
+    voices.embedding_model = getattr(voice_encoder, "embedding_model", voices.embedding_model)
     matcher = FaceVoiceMatcher(
         MatcherParams(min_evidence=p["match_min_evidence"], dominance_ratio=p["match_dominance_ratio"])
     )

@@ -92,8 +92,18 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
     "min_utterance_s": (0.3, _float("shorter voiced bursts are dropped [s]", 0.0, 10.0)),
     "max_utterance_s": (15.0, _float("longer speech is cut [s]", 1.0, 120.0)),
     "hangover_s": (0.5, _float("silence that ends an utterance [s]", 0.05, 5.0)),
-    "speaker_model": ("", _str("resemblyzer weights .pt path; empty: the package's pretrained.pt")),
-    "voice_match_cosine": (0.75, _float("min cosine between speaker embeddings of one voice", 0.0, 1.0)),
+    "speaker_backend": (
+        "resemblyzer",
+        _str("'resemblyzer' (GE2E 256-d, embedded) or 'eres2netv2' (3D-Speaker 192-d from speaker_model)"),
+    ),
+    "speaker_model": (
+        "",
+        _str("resemblyzer: weights .pt (empty: packaged); eres2netv2: ONNX or TorchScript export (required)"),
+    ),
+    "voice_match_cosine": (
+        0.75,
+        _float("min cosine between speaker embeddings of one voice (resemblyzer 0.75, eres2netv2 0.6)", 0.0, 1.0),
+    ),
     "asr_backend": ("pocketsphinx", _str("'pocketsphinx', 'openai' (OpenAI-compatible endpoint) or 'none'")),
     "asr_model_dir": ("", _str("pocketsphinx model dir (en-us/, en-us.lm.bin, cmudict-en-us.dict); empty: packaged")),
     "asr_endpoint": ("http://localhost:8000/v1", _str("openai: base URL serving /audio/transcriptions")),
