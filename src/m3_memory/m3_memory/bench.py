@@ -3,12 +3,14 @@
 Prints progress to stderr and, as the LAST stdout line, one JSON object:
 
 - nodes, nodes_added;
-- embedding: how the node vectors were made. "minilm": every text embedded with the default
+- embedding: how the node vectors were made. The texts are varied memory sentences
+  (bench_texts.py: ten templates, a dozen slots). "minilm": every text embedded with the default
   embedder. "sentence_set:S": the first S texts are embedded with MiniLM (cached with
   --embedding-cache); text i >= S says what text i mod S says with another event number, and its
   vector is that text's MiniLM vector plus Gaussian jitter (cosine about 0.99, the cosine MiniLM
-  gives two sentences that differ only in their event number). MiniLM runs at about 60 sentences/s
-  on 2 shared cores, so embedding 1M texts would take hours.
+  gives two sentences that differ only in their event number). MiniLM embeds 45-80 of these
+  sentences/s on 2 shared cores, so embedding 1M texts would take 4-6 hours; the default S is
+  max(10000, N/10): each sentence recurs at most 10 times, as a robot's routine events do.
 - embed_nodes_per_s: MiniLM rate while embedding the node texts (null when all came from the cache);
 - ingest_mode ("bulk": Memory.ingest_bulk, one transaction and one batched index insert per
   --batch memories; "clip": MemoryGraph.apply_clip, one transaction per clip, as the node does);
@@ -41,28 +43,21 @@ import time
 import numpy as np
 
 from m3_memory import ann_index
+from m3_memory.bench_texts import OBJECTS, VERBS, sentences
 from m3_memory.graph import MemorizerOutput
 from m3_memory.memory import Memory
 from m3_memory.records import KIND_EPISODIC, ClipEvidence, MemoryDraft
 
-OBJECTS = "keys phone wallet glasses red folder blue mug laptop charger umbrella scarf passport notebook remote".split()
-PLACES = "drawer shelf kitchen table sofa garage backpack desk fridge hallway bathroom car window balcony".split()
-VERBS = "put left hid placed dropped found moved stored".split()
 NS = 1_000_000_000
 JITTER_SIGMA = 0.0073  # per coordinate: |noise|^2 = 384 * sigma^2 = 0.0205, cosine to the base about 0.99
 
 
-def sentence(i: int, people: int = 40) -> str:
-    who = f"<voice_{i % people + 1}>"
-    obj, place, verb = OBJECTS[i % len(OBJECTS)], PLACES[(i // 3) % len(PLACES)], VERBS[(i // 7) % len(VERBS)]
-    return f"{who} {verb} the {obj} in the {place} at minute {i // 50}"
-
-
 def synthetic_texts(n: int, people: int = 40, sentence_set: int = 0) -> list[str]:
-    """n distinct, deterministic memory sentences about `people` voices; with a sentence set of S,
-    text i says what text i mod S says (another event number)."""
-    period = sentence_set if sentence_set > 0 else n
-    return [f"{sentence(i % period, people)} (event {i})." for i in range(n)]
+    """n distinct, deterministic memory sentences about `people` entities (bench_texts); with a sentence
+    set of S, text i says what text i mod S says (another event number)."""
+    period = sentence_set if 0 < sentence_set < n else n
+    base = sentences(period, people)
+    return [f"{base[i % period]} (event {i})." for i in range(n)]
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -259,7 +254,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ingest", choices=("bulk", "clip"), default="bulk", help="ingest path (default bulk)")
     parser.add_argument("--batch", type=int, default=20000, help="memories per bulk transaction (default 20000)")
     parser.add_argument(
-        "--sentence-set", type=int, default=10000, help="texts embedded with MiniLM; 0 = all (default 10000)"
+        "--sentence-set",
+        type=int,
+        help="texts embedded with MiniLM; 0 = all (default: max(10000, nodes / 10), so no sentence repeats more "
+        "than 10 times beyond the first 100,000 nodes)",
     )
     parser.add_argument("--embedding-cache", help="directory to keep the sentence-set embeddings in (off by default)")
     parser.add_argument("--hnsw-m", type=int, help=f"text index M (default {ann_index.HNSW_M})")
@@ -290,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     memory = Memory.open(memory_dir)
     embedder = memory.embedder
     before = len(memory.graph.text)
+    if args.sentence_set is None:
+        args.sentence_set = max(10000, -(-args.nodes // 10))
     texts = synthetic_texts(args.nodes, people, args.sentence_set)
     if before:  # adding to an existing memory: new event numbers keep the texts distinct
         texts = [t.replace(f"(event {i})", f"(event {before + i})") for i, t in enumerate(texts)]
