@@ -128,6 +128,11 @@ class PerceptionEngine:
         waiting = [t for t, busy in ((self._faces_until, faces_waiting), (self._voices_until, voices_waiting)) if busy]
         return min(waiting) if waiting else self._input_until
 
+    def frame_pending(self) -> bool:
+        """True while a submitted frame waits for the face worker (a lossless feeder waits on it)."""
+        with self._lock:
+            return self._frame_slot is not None
+
     def idle(self) -> bool:
         """True when no frame or audio is waiting or being processed (used by tests and the bench)."""
         with self._lock:
