@@ -49,6 +49,7 @@ from m3_memory.memory import Memory
 from m3_memory.records import KIND_EPISODIC, ClipEvidence, MemoryDraft
 
 NS = 1_000_000_000
+CACHE_CHUNK = 4096  # texts per embedding cache file
 JITTER_SIGMA = 0.0073  # per coordinate: |noise|^2 = 384 * sigma^2 = 0.0205, cosine to the base about 0.99
 
 
@@ -69,27 +70,27 @@ def node_vectors(
 ) -> tuple[np.ndarray, float | None]:
     """Vectors of texts (see module docstring); returns (vectors, MiniLM sentences/s or None if cached)."""
     real = len(texts) if sentence_set <= 0 else min(sentence_set, len(texts))
-    base_texts = texts[:real]
-    cache = None
-    if cache_dir:
-        key = hashlib.sha256(("\n".join(base_texts) + "\n" + embedder.model_path).encode()).hexdigest()[:16]
-        cache = os.path.join(os.path.expanduser(cache_dir), f"bench_sentences_{real}_{key}.npy")
-    rate = None
-    if cache and os.path.isfile(cache):
-        base = np.load(cache)
-        print(f"embeddings of {real} sentences from {cache}", file=sys.stderr, flush=True)
-    else:
+    folder = os.path.expanduser(cache_dir) if cache_dir else None
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    parts, embedded, seconds = [], 0, 0.0
+    for offset in range(0, real, CACHE_CHUNK):  # chunk files: an interrupted run resumes, S can grow
+        chunk = texts[offset : min(real, offset + CACHE_CHUNK)]
+        key = hashlib.sha256(("\n".join(chunk) + "\n" + embedder.model_path).encode()).hexdigest()[:20]
+        path = os.path.join(folder, f"bench_chunk_{key}.npy") if folder else None
+        if path and os.path.isfile(path):
+            parts.append(np.load(path))
+            continue
         start = time.perf_counter()
-        parts = []
-        for offset in range(0, real, 1024):
-            parts.append(embedder.embed_batch(base_texts[offset : offset + 1024]))
-            print(f"embedded {offset + len(parts[-1])}/{real}", file=sys.stderr, flush=True)
-        base = np.concatenate(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
-        rate = real / max(time.perf_counter() - start, 1e-9)
-        if cache:
-            os.makedirs(os.path.dirname(cache), exist_ok=True)
-            np.save(cache + ".tmp.npy", base)
-            os.replace(cache + ".tmp.npy", cache)
+        parts.append(embedder.embed_batch(chunk))
+        seconds += time.perf_counter() - start
+        embedded += len(chunk)
+        if path:
+            np.save(path + ".tmp.npy", parts[-1])
+            os.replace(path + ".tmp.npy", path)
+        print(f"embedded {offset + len(chunk)}/{real} ({embedded / seconds:.0f}/s)", file=sys.stderr, flush=True)
+    base = np.concatenate(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
+    rate = embedded / seconds if embedded else None
     out = np.empty((len(texts), base.shape[1]), dtype=np.float32)
     out[:real] = base
     rng = np.random.default_rng(12345)
