@@ -273,7 +273,7 @@ def main(args: list[str] | None = None) -> None:
     rclpy.init(args=args)
     try:
         node = ControlNode()
-    except (ValueError, FileNotFoundError, ImportError) as error:
+    except (ValueError, FileNotFoundError, ImportError, RuntimeError) as error:
         print(f"control_node: error: {error}", file=sys.stderr)
         rclpy.try_shutdown()
         raise SystemExit(2) from error
