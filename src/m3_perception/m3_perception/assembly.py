@@ -18,7 +18,7 @@ from m3_perception.identity_clusters import cosine_to_l2
 from m3_perception.utterances import SegmenterParams
 from m3_perception.voice_pipeline import VoiceParams, VoicePipeline
 
-ASR_BACKENDS = ("pocketsphinx", "openai", "none")
+ASR_BACKENDS = ("pocketsphinx", "openai", "whisper", "none")
 FACE_BACKENDS = ("dlib", "insightface")
 # Suggested face_match_distance per back-end (README, Thresholds). dlib: L2 between unit 128-d
 # embeddings, measured here. insightface: cosine distance (1 - cosine) between ArcFace embeddings;
@@ -110,8 +110,8 @@ def _warn_other_default(name: str, value: float, backend: str, defaults: Mapping
             )
 
 
-def build_asr(p: Mapping[str, Any]) -> Transcriber | None:
-    """The configured speech-to-text back-end; an unreachable endpoint fails here."""
+def build_asr(p: Mapping[str, Any], log: Log = _default_log) -> Transcriber | None:
+    """The configured speech-to-text back-end; an unreachable endpoint or a missing model fails here."""
     backend = p["asr_backend"]
     if backend not in ASR_BACKENDS:
         raise ValueError(f"asr_backend must be one of {ASR_BACKENDS}, got {backend!r}")
@@ -125,6 +125,15 @@ def build_asr(p: Mapping[str, Any]) -> Transcriber | None:
         return OpenAiAsr(
             p["asr_endpoint"], model=p["asr_model"], api_key_env=p["asr_api_key_env"], timeout_s=p["asr_timeout_s"]
         )
+    if backend == "whisper":
+        from m3_perception.whisper_asr import WhisperAsr
+
+        asr = WhisperAsr(p["asr_model_dir"], language=p["asr_language"], threads=p["asr_torch_threads"])
+        lang = f"language {asr.language}" if asr.language else "language detected per utterance"
+        if not asr.multilingual:
+            lang = "English-only model"
+        log.info(f"speech: Whisper from {asr.path} on torch {asr.device.upper()}, {lang}")
+        return asr
     return None
 
 
@@ -152,7 +161,7 @@ def build_pipelines(
     voices = VoicePipeline(
         SileroVad(p["vad_model"]),
         voice_encoder,
-        build_asr(p),
+        build_asr(p, log),
         VoiceParams(
             match_cosine=p["voice_match_cosine"],
             segmenter=SegmenterParams(

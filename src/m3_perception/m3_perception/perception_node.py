@@ -104,8 +104,16 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
         0.75,
         _float("min cosine between speaker embeddings of one voice (resemblyzer 0.75, eres2netv2 0.6)", 0.0, 1.0),
     ),
-    "asr_backend": ("pocketsphinx", _str("'pocketsphinx', 'openai' (OpenAI-compatible endpoint) or 'none'")),
-    "asr_model_dir": ("", _str("pocketsphinx model dir (en-us/, en-us.lm.bin, cmudict-en-us.dict); empty: packaged")),
+    "asr_backend": (
+        "pocketsphinx",
+        _str("'pocketsphinx', 'whisper' (local transformers model), 'openai' (OpenAI-compatible endpoint) or 'none'"),
+    ),
+    "asr_model_dir": (
+        "",
+        _str("pocketsphinx: model dir, empty = packaged; whisper: save_pretrained dir of the model and processor"),
+    ),
+    "asr_language": ("", _str("whisper: language code to force (e.g. 'en'); empty: detected per utterance")),
+    "asr_torch_threads": (0, _int("whisper: torch CPU threads (process-wide); 0: leave torch's setting", 0, 64)),
     "asr_endpoint": ("http://localhost:8000/v1", _str("openai: base URL serving /audio/transcriptions")),
     "asr_model": ("whisper-1", _str("openai: model name sent to the endpoint")),
     "asr_api_key_env": ("OPENAI_API_KEY", _str("openai: environment variable holding the API key (unset: none)")),
