@@ -21,6 +21,7 @@ alignment and normalisation, not the recognition accuracy.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -83,15 +84,21 @@ def letterbox(rgb: np.ndarray, size: int = DET_SIZE) -> tuple[np.ndarray, float]
     scale = new_h / h
     canvas = np.zeros((size, size, 3), np.uint8)
     canvas[:new_h, :new_w] = cv2.resize(rgb, (new_w, new_h))
-    blob = (canvas.astype(np.float32) - 127.5) / 128.0
-    return np.ascontiguousarray(blob.transpose(2, 0, 1)[None]), scale
+    blob = np.empty((1, 3, size, size), np.float32)
+    blob[0] = canvas.transpose(2, 0, 1)  # in place: ~5x faster than astype + arithmetic + transpose copy
+    blob -= 127.5
+    blob /= 128.0
+    return blob, scale
 
 
+@functools.lru_cache(maxsize=16)
 def anchor_centers(stride: int, size: int = DET_SIZE) -> np.ndarray:
     """(H*W*2, 2) anchor centres in blob pixels, row-major cells, 2 anchors per cell (insightface order)."""
     n = size // stride
     centers = np.stack(np.mgrid[:n, :n][::-1], axis=-1).astype(np.float32) * stride  # (n, n, [x, y])
-    return np.repeat(centers.reshape(-1, 2), NUM_ANCHORS, axis=0)
+    out = np.repeat(centers.reshape(-1, 2), NUM_ANCHORS, axis=0)
+    out.flags.writeable = False  # cached and shared
+    return out
 
 
 def distance2bbox(points: np.ndarray, distance: np.ndarray) -> np.ndarray:
