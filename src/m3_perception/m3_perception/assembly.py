@@ -116,6 +116,10 @@ def build_asr(p: Mapping[str, Any], log: Log = _default_log) -> Transcriber | No
     if backend not in ASR_BACKENDS:
         raise ValueError(f"asr_backend must be one of {ASR_BACKENDS}, got {backend!r}")
     if backend == "pocketsphinx":
+        if p["asr_subprocess"]:
+            from m3_perception.asr_process import SubprocessAsr
+
+            return SubprocessAsr("pocketsphinx", model_dir=p["asr_model_dir"])
         from m3_perception.asr import PocketsphinxAsr
 
         return PocketsphinxAsr(p["asr_model_dir"])

@@ -126,21 +126,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--duration", type=float, default=60.0, help="episode length [s of stream time]")
     ap.add_argument("--fps", type=float, default=5.0, help="camera frames per second given to face processing")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="perception_node parameter for this run (YAML value; repeatable), e.g. --set asr_subprocess=false",
+    )
     args = ap.parse_args(argv)
 
-    from m3_perception.asr import PocketsphinxAsr
-    from m3_perception.face_encoder import FaceEncoder
-    from m3_perception.face_pipeline import FacePipeline
+    import yaml
+
+    from m3_perception.assembly import build_pipelines
     from m3_perception.metrics import pairwise_f1, wer
-    from m3_perception.vad import SileroVad
-    from m3_perception.voice_encoder import VoiceEncoder
-    from m3_perception.voice_pipeline import VoicePipeline
+    from m3_perception.perception_node import PARAMETERS
+
+    params = {name: default for name, (default, _) in PARAMETERS.items()}
+    for item in args.set:
+        name, sep, value = item.partition("=")
+        if not sep or name not in params:
+            ap.error(f"--set wants NAME=VALUE with a perception_node parameter name, got {item!r}")
+        params[name] = yaml.safe_load(value)
 
     print("synthesising the episode ...", file=sys.stderr)
     frames, audio, utterances = build_episode(args.duration, args.fps, args.seed)
     t_load = time.perf_counter()
-    faces = FacePipeline(FaceEncoder())
-    voices = VoicePipeline(SileroVad(), VoiceEncoder(), PocketsphinxAsr())
+    faces, voices, _ = build_pipelines(params)  # the node's defaults: what `m3 run` processes with
     load_s = time.perf_counter() - t_load
     print(
         f"models loaded in {load_s:.1f} s; processing {len(frames)} frames, {len(audio) / 16000:.0f} s audio "

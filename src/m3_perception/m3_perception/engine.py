@@ -155,6 +155,8 @@ class PerceptionEngine:
             self._audio_ready.notify_all()
         for t in self._threads:
             t.join(timeout=10.0)
+        if self.voices is not None:
+            self.voices.close()
 
     # -- workers -------------------------------------------------------------------------------
     def _face_loop(self) -> None:

@@ -112,6 +112,10 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
         "",
         _str("pocketsphinx: model dir, empty = packaged; whisper: save_pretrained dir of the model and processor"),
     ),
+    "asr_subprocess": (
+        True,
+        _str("pocketsphinx: decode in a child process (it holds the GIL for the whole decode, stalling other threads)"),
+    ),
     "asr_language": ("", _str("whisper: language code to force (e.g. 'en'); empty: detected per utterance")),
     "asr_torch_threads": (0, _int("whisper: torch CPU threads (process-wide); 0: leave torch's setting", 0, 64)),
     "asr_endpoint": ("http://localhost:8000/v1", _str("openai: base URL serving /audio/transcriptions")),

@@ -92,6 +92,12 @@ class VoicePipeline:
     def flush(self) -> list[VoiceEvent]:
         return [self._finish(u) for u in self.segmenter.flush()]
 
+    def close(self) -> None:
+        """Stop a speech-to-text back-end that runs outside this thread (SubprocessAsr's child)."""
+        close = getattr(self.asr, "close", None)
+        if close is not None:
+            close()
+
     def _finish(self, u: Utterance) -> VoiceEvent:
         x = u.samples
         if len(x) < MIN_SAMPLES:
