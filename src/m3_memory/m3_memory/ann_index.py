@@ -143,6 +143,10 @@ class CosineIndex:
                 return np.zeros((0, self.dim), dtype=np.float32)
             return np.asarray(self._hnsw.get_items(list(labels), return_type="numpy"), dtype=np.float32)
 
+    def __contains__(self, label: int) -> bool:
+        with self._lock:
+            return label in self._labels
+
     def vector(self, label: int) -> np.ndarray | None:
         with self._lock:
             if label not in self._labels:

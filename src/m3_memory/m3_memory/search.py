@@ -374,11 +374,10 @@ class MemorySearch:
                 score,
             )
             if vectors is not None:
-                record.node_scores = {}
-                for node in record.episodic + record.semantic:
-                    vector = graph.text_index.vector(node.seq)
-                    if vector is not None:
-                        record.node_scores[node.node_id] = float(np.max(vectors @ vector))
+                nodes = [n for n in record.episodic + record.semantic if n.seq in graph.text_index]
+                stored = graph.text_index.vectors([n.seq for n in nodes])  # one lookup for the whole clip
+                best = (stored @ vectors.T).max(axis=1) if len(nodes) else []
+                record.node_scores = {n.node_id: float(s) for n, s in zip(nodes, best, strict=True)}
             return record
 
     def _conversation(self, conversation_id: str) -> dict[str, str]:
