@@ -15,5 +15,6 @@ def test_bench_prints_json_figures(capsys) -> None:
     assert fig["face_pairwise_f1"] == 1.0 and fig["faces_missed"] == 0
     # Only a new person's first frame waits for a second, agreeing embedding before it gets an id.
     assert 0 < fig["faces_pending"] <= fig["face_ids"]
-    assert 0.0 <= fig["asr_wer"] <= 1.0 and fig["realtime_factor"] > 0
+    assert 0.0 <= fig["asr_wer_all"] <= 1.0 and fig["realtime_factor"] > 0
+    assert fig["asr_wer"] == fig["asr_wer_by_voice"].get("slt")  # the HTS voice's figure (None if it never spoke)
     assert set(fig["stage_ms_total"]) == {"face_detect", "face_embed", "vad", "speaker", "asr"}
