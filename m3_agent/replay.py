@@ -81,6 +81,7 @@ class Replayer:
         self.faces, self.voices, self.matcher = build_pipelines(self.perception_params)
 
     def close(self) -> None:
+        self.voices.close()
         self.memory.close()
 
     def _state(self, bag: Path, start_ns: int) -> tuple[int, float]:
