@@ -277,21 +277,23 @@ class MemorySearch:
     def _entities_named(self, query: str, wanted: set[str], before_clip: int, before_stamp_ns: int) -> list[SearchHit]:
         """Entities whose id or learnt name the text query mentions (score 1)."""
         words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]*|(?:face|voice|person)_\d+", query)}
-        hits = []
-        with self.graph.lock:
-            for record in sorted(self.graph.entities.values(), key=lambda r: (r.kind, r.seq)):
-                if record.kind not in wanted or not self._entity_visible(
-                    record.entity_id, before_clip, before_stamp_ns
-                ):
-                    continue
-                named = record.kind == KIND_PERSON and record.name and record.name.lower() in words
-                if (
-                    named
-                    or record.entity_id in words
-                    or any(self.graph.resolve(w) == record.entity_id for w in words if "_" in w)
-                ):
-                    hits.append(self._entity_hit(record.entity_id, 1.0))
-        return hits
+        graph = self.graph
+        with graph.lock:
+            # ids mentioned (and what they were merged into), then persons called by a learnt name
+            found = {e for w in words if "_" in w for e in (w, graph.resolve(w)) if e in graph.entities}
+            names = {w for w in words if "_" not in w}
+            if names:
+                found |= {
+                    r.entity_id
+                    for r in graph.entities.values()
+                    if r.kind == KIND_PERSON and r.name and r.name.lower() in names
+                }
+            records = sorted((graph.entities[e] for e in found), key=lambda r: (r.kind, r.seq))
+            return [
+                self._entity_hit(r.entity_id, 1.0)
+                for r in records
+                if r.kind in wanted and self._entity_visible(r.entity_id, before_clip, before_stamp_ns)
+            ]
 
     def _entity_hit(self, entity_id: str, score: float) -> SearchHit:
         graph = self.graph
