@@ -16,7 +16,7 @@ import numpy as np
 EXACT_MAX = 256  # exact-search fallback only while the index holds at most this many vectors
 # HNSW parameters, chosen with `m3 bench memory` (recall@10 against exact search; README figures)
 HNSW_M = 16
-HNSW_EF_CONSTRUCTION = 200
+HNSW_EF_CONSTRUCTION = 400
 HNSW_EF = 128
 
 
