@@ -85,7 +85,7 @@ class CosineIndex:
                         if len(out) == k:
                             break
                 return out
-            fetch = min(n, max(k * 4, 32))
+            fetch = min(n, max(k + k // 4, 32))  # a little over k for the filter; the loop below fetches more
             while True:
                 found, distances = self._knn(query, fetch, n)
                 out = [
