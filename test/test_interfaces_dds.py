@@ -3,6 +3,7 @@
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,12 @@ def client_node():
     node.destroy_node()
     rclpy.try_shutdown()
     peer.terminate()
-    peer.wait(timeout=10)
+    try:
+        peer.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # rclpy sometimes exits slowly on a loaded machine: not this test's subject
+        peer.kill()
+        peer.wait(timeout=10)
+        warnings.warn("interface peer still running 10 s after SIGTERM; killed", stacklevel=1)
 
 
 def spin_until(node: Node, predicate, timeout_s: float = 20.0) -> None:
