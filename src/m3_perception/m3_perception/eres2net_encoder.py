@@ -30,7 +30,7 @@ import numpy as np
 from m3_perception.fbank import mean_normalised_fbank
 from m3_perception.insightface_encoder import choose_providers
 from m3_perception.model_files import ModelFileMissing, require_file
-from m3_perception.voice_encoder import MIN_SAMPLES
+from m3_perception.voice_encoder import MIN_SAMPLES, checked_utterance
 
 EMBEDDING_MODEL = "eres2netv2"
 NUM_MEL_BINS = 80
@@ -148,12 +148,6 @@ class Eres2NetEncoder:
         return v[0]
 
     def encode(self, samples: np.ndarray) -> np.ndarray:
-        x = np.asarray(samples, dtype=np.float32)
-        if x.ndim != 1:
-            raise ValueError(f"expected mono samples (1-D), got shape {x.shape}")
-        if len(x) < MIN_SAMPLES:
-            raise ValueError(f"utterance too short for a speaker embedding: {len(x)} samples < {MIN_SAMPLES}")
-        if not np.all(np.isfinite(x)):
-            raise ValueError("samples contain NaN or infinite values")
+        x = checked_utterance(samples)
         v = self._run(mean_normalised_fbank(x))
         return v / max(float(np.linalg.norm(v)), 1e-12)

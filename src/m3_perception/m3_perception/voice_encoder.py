@@ -15,6 +15,18 @@ EMBEDDING_MODEL = "resemblyzer"
 MIN_SAMPLES = 16000 // 4  # resemblyzer needs at least a few 10 ms mel frames; below ¼ s it is noise
 
 
+def checked_utterance(samples: np.ndarray) -> np.ndarray:
+    """Samples as mono float32 fit for a speaker embedding (every speaker back-end), else ValueError."""
+    x = np.asarray(samples, dtype=np.float32)
+    if x.ndim != 1:
+        raise ValueError(f"expected mono samples (1-D), got shape {x.shape}")
+    if len(x) < MIN_SAMPLES:
+        raise ValueError(f"utterance too short for a speaker embedding: {len(x)} samples < {MIN_SAMPLES}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("samples contain NaN or infinite values")
+    return x
+
+
 class VoiceEncoder:
     """Embed one utterance (mono float32 16 kHz) into a unit float32 256-d vector."""
 
@@ -38,12 +50,6 @@ class VoiceEncoder:
         self._model.embed_utterance(np.random.default_rng(0).normal(0.0, 0.01, 16000).astype(np.float32))
 
     def encode(self, samples: np.ndarray) -> np.ndarray:
-        x = np.asarray(samples, dtype=np.float32)
-        if x.ndim != 1:
-            raise ValueError(f"expected mono samples (1-D), got shape {x.shape}")
-        if len(x) < MIN_SAMPLES:
-            raise ValueError(f"utterance too short for a speaker embedding: {len(x)} samples < {MIN_SAMPLES}")
-        if not np.all(np.isfinite(x)):
-            raise ValueError("samples contain NaN or infinite values")
+        x = checked_utterance(samples)
         v = np.asarray(self._model.embed_utterance(x), dtype=np.float32)
         return v / max(float(np.linalg.norm(v)), 1e-12)
