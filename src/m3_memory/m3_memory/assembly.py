@@ -61,7 +61,12 @@ def open_memory(p: Mapping[str, Any], embedder=None, memorizer=None) -> Memory:
         if embedder is None:
             from m3_memory.embedder import TextEmbedder
 
-            embedder = TextEmbedder(p["text_model_path"] or None)
+            embedder = TextEmbedder(
+                p["text_model_path"] or None,
+                runtime=p["text_runtime"],
+                onnx_cache_dir=p["text_onnx_cache_dir"] or None,
+                threads=p["text_threads"],
+            )
         return Memory(store, embedder, graph_config(p), search_config(p), memorizer)
     except BaseException:
         store.close()

