@@ -349,29 +349,43 @@ class MemorySearch:
                     break
                 fetch = min(total, fetch * 4)
             ranked = sorted(((s, c) for c, s in scores.items() if s >= threshold), key=lambda sc: (-sc[0], sc[1]))
-            records = [self.clip_record(c, score=s, vectors=vectors) for s, c in ranked[:top_k]]
+            labels = self._conversation(conversation_id)
+            records = [self.clip_record(c, score=s, vectors=vectors, labels=labels) for s, c in ranked[:top_k]]
         if before_stamp_ns > 0:
             records = [record.started_by(before_stamp_ns) for record in records]
-        labels = self._conversation(conversation_id)
-        return [self.render(record, labels) for record in records]
+        return records
 
-    def clip_record(self, clip_index: int, score: float = 0.0, vectors: np.ndarray | None = None) -> ClipRecord:
-        """A stored clip with all its memories (scored against vectors when given)."""
+    def clip_record(
+        self,
+        clip_index: int,
+        score: float = 0.0,
+        vectors: np.ndarray | None = None,
+        labels: dict[str, str] | None = None,
+    ) -> ClipRecord:
+        """A stored clip with copies of all its memories: scored against vectors when given, and with
+        entity tags rendered as names (self.render_tags) when labels is given."""
         graph = self.graph
         with graph.lock:
             clip = graph.clips[clip_index]
+            if labels is None:
 
-            def scored(node_id: str) -> TextNode:
-                node = graph.text[node_id]
-                return replace(node, entity_ids=list(node.entity_ids))
+                def copied(node_id: str) -> TextNode:
+                    node = graph.text[node_id]
+                    return replace(node, entity_ids=list(node.entity_ids))
+
+            else:
+
+                def copied(node_id: str) -> TextNode:
+                    node = graph.text[node_id]
+                    return replace(node, text=self.render_tags(node.text, labels), entity_ids=list(node.entity_ids))
 
             record = ClipRecord(
                 clip_index,
                 clip["start_ns"],
                 clip["end_ns"],
                 clip["stored_ns"],
-                [scored(n) for n in clip["episodic"]],
-                [scored(n) for n in clip["semantic"]],
+                [copied(n) for n in clip["episodic"]],
+                [copied(n) for n in clip["semantic"]],
                 list(clip["entity_ids"]),
                 score,
             )
@@ -392,24 +406,22 @@ class MemorySearch:
                 self._conversations.popitem(last=False)
             return labels
 
-    def render(self, record: ClipRecord, labels: dict[str, str] | None = None) -> ClipRecord:
+    def render_tags(self, text: str, labels: dict[str, str]) -> str:
         """Entity tags rewritten as person names (or <person_k> when unnamed). Within one
-        conversation a tag keeps the rendering it was first given, even if a name is learnt later."""
-        labels = {} if labels is None else labels
+        conversation (labels) a tag keeps the rendering it was first given, even if a name is learnt later."""
+        if "<" not in text:
+            return text
 
         def label(match: re.Match) -> str:
             tag = match.group(1)
-            with self._conv_lock:
-                if tag not in labels:
-                    person = self.graph.person_of(tag)
-                    name = self.graph.entities[person].name if person else ""
-                    labels[tag] = name or f"<{person or tag}>"
-                return labels[tag]
+            if tag not in labels:
+                person = self.graph.person_of(tag)
+                name = self.graph.entities[person].name if person else ""
+                labels[tag] = name or f"<{person or tag}>"
+            return labels[tag]
 
-        out = replace(record)
-        out.episodic = [replace(n, text=TAG_RE.sub(label, n.text)) for n in record.episodic]
-        out.semantic = [replace(n, text=TAG_RE.sub(label, n.text)) for n in record.semantic]
-        return out
+        with self.graph.lock, self._conv_lock:  # graph first, as clip_record holds it: one lock order
+            return TAG_RE.sub(label, text)
 
     # -- get_entity / get_stats -------------------------------------------------------------------
     def get_entity(self, entity_id: str) -> EntityView:
