@@ -40,12 +40,15 @@ class CosineIndex:
         self._hnsw = hnswlib.Index(space="cosine", dim=dim)
         self._hnsw.init_index(max_elements=max(capacity, 16), ef_construction=ef_construction, M=m)
         self._hnsw.set_ef(ef)
-        self._labels: set[int] = set()
-        self._small: dict[int, np.ndarray] | None = {}  # copies for the exact scan; dropped once large
+        # Unit copies of the vectors, by row: per-memory scores read them (hnswlib's get_items
+        # builds Python floats, about 18 us per vector) and so does the exact scan while small.
+        self._rows: dict[int, int] = {}  # label -> row of _unit
+        self._unit = np.zeros((max(capacity, 16), dim), dtype=np.float32)
+        self._row_labels: list[int] = []  # row -> label
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._labels)
+        return len(self._rows)
 
     def add(self, labels: list[int], vectors: np.ndarray) -> None:
         """Add or replace vectors (replacing keeps one vector per label, e.g. an entity's centroid)."""
@@ -53,35 +56,38 @@ class CosineIndex:
             return
         vectors = np.asarray(vectors, dtype=np.float32).reshape(len(labels), self.dim)
         with self._lock:
-            needed = len(self._labels) + len(labels)
+            needed = len(self._rows) + len(labels)
             if needed > self._hnsw.get_max_elements():
                 self._hnsw.resize_index(max(needed, 2 * self._hnsw.get_max_elements()))
             self._hnsw.add_items(vectors, np.asarray(labels, dtype=np.int64), replace_deleted=False)
-            self._labels.update(int(label) for label in labels)
-            if self._small is not None and len(self._labels) > EXACT_MAX:
-                self._small = None
-            if self._small is not None:
-                for label, vector in zip(labels, vectors, strict=True):
-                    self._small[int(label)] = vector / max(float(np.linalg.norm(vector)), 1e-12)
-                if len(self._small) > EXACT_MAX:
-                    self._small = None
+            self._store_unit(labels, vectors)
+
+    def _store_unit(self, labels: list[int], vectors: np.ndarray) -> None:
+        if len(self._rows) + len(labels) > len(self._unit):
+            grown = np.zeros((max(len(self._rows) + len(labels), 2 * len(self._unit)), self.dim), dtype=np.float32)
+            grown[: len(self._rows)] = self._unit[: len(self._rows)]
+            self._unit = grown
+        norms = np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        for label, vector in zip(labels, vectors / norms, strict=True):
+            row = self._rows.setdefault(int(label), len(self._rows))
+            if row == len(self._row_labels):
+                self._row_labels.append(int(label))
+            self._unit[row] = vector
 
     def search(self, query: np.ndarray, k: int, keep: Callable[[int], bool] | None = None) -> list[tuple[int, float]]:
         """Top-k (label, cosine) best first among labels that `keep` accepts."""
         query = np.asarray(query, dtype=np.float32).reshape(self.dim)
         with self._lock:
-            n = len(self._labels)
+            n = len(self._rows)
             if n == 0 or k <= 0:
                 return []
-            if self._small is not None:
-                labels = np.fromiter(self._small.keys(), dtype=np.int64, count=n)
-                matrix = np.stack(list(self._small.values()))
-                scores = matrix @ query
+            if n <= EXACT_MAX:
+                scores = self._unit[:n] @ (query / max(float(np.linalg.norm(query)), 1e-12))
                 order = np.argsort(-scores, kind="stable")
                 out = []
                 for i in order:
-                    if keep is None or keep(int(labels[i])):
-                        out.append((int(labels[i]), float(scores[i])))
+                    if keep is None or keep(self._row_labels[i]):
+                        out.append((self._row_labels[i], float(scores[i])))
                         if len(out) == k:
                             break
                 return out
@@ -121,34 +127,31 @@ class CosineIndex:
             self._hnsw.save_index(path)
 
     @classmethod
-    def load(cls, path: str, dim: int, labels: list[int], ef: int | None = None) -> CosineIndex:
-        """An index saved by save(), holding exactly `labels` (the caller has checked that)."""
+    def load(cls, path: str, dim: int, labels: list[int], vectors: np.ndarray, ef: int | None = None) -> CosineIndex:
+        """An index saved by save(), holding exactly `labels`, whose vectors are `vectors` (the caller
+        has checked that; the store gives them, hnswlib's own copy is slow to read)."""
+        if len(labels) <= EXACT_MAX:
+            raise ValueError("small indexes are rebuilt, not loaded")
         ef = HNSW_EF if ef is None else ef
-        index = cls(dim, capacity=16, ef=ef)
+        index = cls(dim, capacity=len(labels) + 1024, ef=ef)
         index._hnsw = hnswlib.Index(space="cosine", dim=dim)
         index._hnsw.load_index(path, max_elements=len(labels) + 1024)
         index._hnsw.set_ef(ef)
         if index._hnsw.get_current_count() != len(labels):
             raise ValueError(f"saved index {path} holds {index._hnsw.get_current_count()} vectors, not {len(labels)}")
-        index._labels = set(labels)
-        index._small = None if len(labels) > EXACT_MAX else index._small
-        if index._small is not None:
-            raise ValueError("small indexes are rebuilt, not loaded")
+        index._store_unit(labels, np.asarray(vectors, dtype=np.float32).reshape(len(labels), dim))
         return index
 
     def vectors(self, labels: list[int]) -> np.ndarray:
         """The stored unit vectors of labels (all must be present), one row each."""
         with self._lock:
-            if len(labels) == 0:
-                return np.zeros((0, self.dim), dtype=np.float32)
-            return np.asarray(self._hnsw.get_items(list(labels), return_type="numpy"), dtype=np.float32)
+            return self._unit[[self._rows[int(label)] for label in labels]]
 
     def __contains__(self, label: int) -> bool:
         with self._lock:
-            return label in self._labels
+            return label in self._rows
 
     def vector(self, label: int) -> np.ndarray | None:
         with self._lock:
-            if label not in self._labels:
-                return None
-            return np.asarray(self._hnsw.get_items([label])[0], dtype=np.float32)
+            row = self._rows.get(int(label))
+            return None if row is None else self._unit[row].copy()

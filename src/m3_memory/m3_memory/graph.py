@@ -126,28 +126,26 @@ class MemoryGraph:
             saved = self._saved_text_index(conn)
             labels, vectors = [], []
             for row in conn.execute(
-                "SELECT node_id, seq, kind, text, clip_index, start_ns, end_ns, weight,"
-                " CASE WHEN kind = 'semantic' OR ? THEN embedding END FROM text_nodes ORDER BY seq",
-                (saved is None,),
+                "SELECT node_id, seq, kind, text, clip_index, start_ns, end_ns, weight, embedding"
+                " FROM text_nodes ORDER BY seq"
             ):
                 node = TextNode(*row[:8], entity_ids=edges.get(row[0], []))
                 self._cache_text(node)
                 labels.append(node.seq)
-                if row[8] is not None:
-                    vector = blob_to_vector(row[8])
-                    if saved is None:
-                        vectors.append(vector)
-                    if node.kind == KIND_SEMANTIC:
-                        self.semantic_vectors[node.node_id] = vector
+                vector = blob_to_vector(row[8])
+                vectors.append(vector)
+                if node.kind == KIND_SEMANTIC:
+                    self.semantic_vectors[node.node_id] = vector
                 if node.kind == KIND_EPISODIC:
                     self.clips[node.clip_index]["episodic"].append(node.node_id)
                     self.node_clips[node.node_id] = [node.clip_index]
             self.text_index_loaded = saved is not None  # True: read from text_index.hnsw, not rebuilt
             if saved is not None:
-                self.text_index = CosineIndex.load(saved, self.text_dim, labels)
+                self.text_index = CosineIndex.load(saved, self.text_dim, labels, np.stack(vectors))
             elif labels:
                 self.text_index = CosineIndex(self.text_dim, capacity=len(labels) + 1024)
                 self.text_index.add(labels, np.stack(vectors))
+            del vectors
             for node_id, clip_index in conn.execute(
                 "SELECT node_id, clip_index FROM node_clips WHERE delta > 0 ORDER BY rowid"
             ):
