@@ -25,12 +25,11 @@ Figures (the LAST stdout line is one JSON object):
   goals of `--rounds` rounds over the same memory; action_roundtrip_1round_ms: goals answered in
   their first round (the action's own cost plus one answer round);
 - memory_nodes, memory_built, build_s, embedding, embed_nodes_per_s, open_s, load (1-minute load average),
-  torch_threads (intra-op threads of the query embedder: `--torch-threads`, default torch's own).
+  text_runtime and text_threads (the query embedder: `--text-runtime`, `--text-threads`, as the
+  memory node's text_runtime / text_threads parameters).
 
-Query embedding dominates a fresh round. torch's intra-op threads matter on a busy machine: with 2
-threads on 2 shared cores one MiniLM query took 220-800 ms here, with 1 thread 20-50 ms. `m3 run`
-with the perception node runs torch on 1 thread (its voice encoder sets it process-wide); memory +
-control alone (`m3 run --nodes memory_node control_node`, `m3 eval`) keep torch's default.
+Query embedding dominates a fresh round: MiniLM costs about 7 ms per alias variant on onnxruntime
+with 2 threads here (twice that on torch), and a query has 1-4 variants.
 """
 
 from __future__ import annotations
@@ -119,11 +118,13 @@ def open_memory(args: argparse.Namespace):
     """(Memory, facts about it): the memory in --memory-dir (reused when it holds >= N memories), else
     built there (or in a temporary directory) with m3_memory.bench's generator and bulk ingest."""
     from m3_memory.bench import ingest, node_vectors, synthetic_texts
+    from m3_memory.embedder import TextEmbedder
     from m3_memory.memory import Memory as M3Memory
 
     memory_dir = args.memory_dir or args.tmp.name
+    embedder = TextEmbedder(runtime=args.text_runtime, threads=args.text_threads)
     start = time.perf_counter()
-    memory = M3Memory.open(memory_dir)
+    memory = M3Memory.open(memory_dir, embedder)
     facts: dict = {"open_s": round(time.perf_counter() - start, 2), "memory_built": False}
     held = len(memory.graph.text)
     if held >= args.memory_nodes:
@@ -315,7 +316,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--goals", type=int, default=20, help="goals per figure (default 20)")
     parser.add_argument("--rounds", type=int, default=5, help="rounds per goal, the last one answers (default 5)")
     parser.add_argument(
-        "--torch-threads", type=int, default=0, help="torch intra-op threads for query embedding; 0 = torch's default"
+        "--text-runtime",
+        choices=("onnxruntime", "torch"),
+        default="onnxruntime",
+        help="query embedder runtime, as the memory node's text_runtime (default onnxruntime)",
+    )
+    parser.add_argument(
+        "--text-threads", type=int, default=0, help="intra-op threads of the query embedder; 0 = the runtime's default"
     )
     parser.add_argument("--no-ros", action="store_true", help="measure only the loop (no action round trip)")
     args = parser.parse_args(argv)
@@ -323,12 +330,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--memory-nodes, --goals and --per-clip must be >= 1, --rounds 2..20")
     if args.sentence_set is not None and args.sentence_set < 0:
         parser.error("--sentence-set must be >= 0")
-    if args.torch_threads < 0:
-        parser.error("--torch-threads must be >= 0")
-    import torch  # the embedder's runtime (sentence-transformers), loaded by m3_memory anyway
-
-    if args.torch_threads:
-        torch.set_num_threads(args.torch_threads)
+    if args.text_threads < 0:
+        parser.error("--text-threads must be >= 0")
     args.tmp = None if args.memory_dir else tempfile.TemporaryDirectory(prefix="m3_bench_control_")
     try:
         memory, facts = open_memory(args)
@@ -353,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
             args.tmp.cleanup()
     figures.update(
         memory_transport="direct",
-        torch_threads=torch.get_num_threads(),
+        text_runtime=args.text_runtime,
+        text_threads=args.text_threads,
         memory_dir=os.path.abspath(args.memory_dir) if args.memory_dir else None,
         load=round(os.getloadavg()[0], 2),
     )

@@ -26,6 +26,7 @@ def test_bench_builds_measures_and_reuses(tmp_path):
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert figures["memory_nodes"] == 400 and figures["memory_built"] is True
     assert figures["embedding"] == "sentence_set:60" and figures["memory_transport"] == "direct"
+    assert figures["text_runtime"] == "onnxruntime"
     assert figures["rounds_measured"] == 9  # 3 goals x 3 rounds
     assert 0 < figures["loop_only_ms"] < figures["round_overhead_ms"]  # the memory searches are included
     assert figures["search_clip_p50_ms"] > 0 and figures["search_node_p50_ms"] > 0
@@ -34,10 +35,12 @@ def test_bench_builds_measures_and_reuses(tmp_path):
     assert 0 < figures["action_roundtrip_1round_ms"] < figures["action_roundtrip_ms"]
     assert list(cache.glob("*.npy")), "sentence embeddings were not cached"
 
-    again = bench("--memory-nodes", "400", "--no-ros", *common)
+    again = bench("--memory-nodes", "400", "--no-ros", "--text-runtime", "torch", *common)
     assert again.returncode == 0, again.stderr[-3000:]
     reused = json.loads(again.stdout.strip().splitlines()[-1])
     assert reused["memory_built"] is False and reused["memory_nodes"] == 400
+    assert reused["text_runtime"] == "torch"  # the other runtime searches the same stored vectors
+    assert reused["memories_per_search"] == figures["memories_per_search"]
     assert "action_roundtrip_ms" not in reused
 
     more = bench("--memory-nodes", "1000", "--no-ros", *common)
