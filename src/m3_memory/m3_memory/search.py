@@ -367,17 +367,11 @@ class MemorySearch:
         graph = self.graph
         with graph.lock:
             clip = graph.clips[clip_index]
-            if labels is None:
 
-                def copied(node_id: str) -> TextNode:
-                    node = graph.text[node_id]
-                    return replace(node, entity_ids=list(node.entity_ids))
-
-            else:
-
-                def copied(node_id: str) -> TextNode:
-                    node = graph.text[node_id]
-                    return replace(node, text=self.render_tags(node.text, labels), entity_ids=list(node.entity_ids))
+            def copied(node_id: str) -> TextNode:
+                node = graph.text[node_id]
+                text = node.text if labels is None else self.render_tags(node.text, labels)
+                return replace(node, text=text, entity_ids=list(node.entity_ids))
 
             record = ClipRecord(
                 clip_index,
