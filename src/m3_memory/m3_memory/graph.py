@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from m3_memory.ann_index import EXACT_MAX, CosineIndex
+from m3_memory.errors import StoreError
 from m3_memory.records import (
     KIND_EPISODIC,
     KIND_FACE,
@@ -124,27 +125,33 @@ class MemoryGraph:
             for node_id, entity_id in conn.execute("SELECT node_id, entity_id FROM edges ORDER BY rowid"):
                 edges.setdefault(node_id, []).append(entity_id)
             saved = self._saved_text_index(conn)
-            labels, vectors = [], []
+            labels: list[int] = []
+            (count,) = conn.execute("SELECT count(*) FROM text_nodes").fetchone()
+            vectors = np.empty((count, self.text_dim), dtype=np.float32)  # one block: no per-row arrays
             for row in conn.execute(
                 "SELECT node_id, seq, kind, text, clip_index, start_ns, end_ns, weight, embedding"
                 " FROM text_nodes ORDER BY seq"
             ):
                 node = TextNode(*row[:8], entity_ids=edges.get(row[0], []))
+                if len(row[8]) != 4 * self.text_dim:
+                    raise StoreError(
+                        f"text node {node.node_id}: embedding of {len(row[8])} bytes, not {4 * self.text_dim} "
+                        "(text_dim): the store is damaged (m3 memory check lists what)"
+                    )
                 self._cache_text(node)
+                vectors[len(labels)] = np.frombuffer(row[8], dtype="<f4")
                 labels.append(node.seq)
-                vector = blob_to_vector(row[8])
-                vectors.append(vector)
                 if node.kind == KIND_SEMANTIC:
-                    self.semantic_vectors[node.node_id] = vector
+                    self.semantic_vectors[node.node_id] = vectors[len(labels) - 1].copy()
                 if node.kind == KIND_EPISODIC:
                     self.clips[node.clip_index]["episodic"].append(node.node_id)
                     self.node_clips[node.node_id] = [node.clip_index]
             self.text_index_loaded = saved is not None  # True: read from text_index.hnsw, not rebuilt
             if saved is not None:
-                self.text_index = CosineIndex.load(saved, self.text_dim, labels, np.stack(vectors))
+                self.text_index = CosineIndex.load(saved, self.text_dim, labels, vectors)
             elif labels:
                 self.text_index = CosineIndex(self.text_dim, capacity=len(labels) + 1024)
-                self.text_index.add(labels, np.stack(vectors))
+                self.text_index.add(labels, vectors)
             del vectors
             for node_id, clip_index in conn.execute(
                 "SELECT node_id, clip_index FROM node_clips WHERE delta > 0 ORDER BY rowid"

@@ -174,3 +174,19 @@ def test_saved_text_index_is_used_only_when_it_matches(tmp_path, embedder):
     assert hits[0].text == newest and hits[0].score > 0.99
     assert mem.store.integrity_check() == []
     mem.close()
+
+
+def test_wrong_size_embedding_is_a_clear_error_on_open(tmp_path, embedder):
+    path = str(tmp_path / "m")
+    mem = Memory.open(path, embedder)
+    mem.ingest(clip(0, voices=[voice("voice_1", 2, 4, "I like tea")]))
+    (node_id,) = mem.store.conn().execute("SELECT node_id FROM text_nodes LIMIT 1").fetchone()
+    mem.close()
+    with sqlite3.connect(os.path.join(path, DB_FILE)) as conn:
+        conn.execute("UPDATE text_nodes SET embedding = zeroblob(12) WHERE node_id = ?", (node_id,))
+    with pytest.raises(StoreError, match=rf"text node {node_id}: embedding of 12 bytes, not 1536"):
+        Memory.open(path, embedder)
+    with sqlite3.connect(os.path.join(path, DB_FILE)) as conn:  # refused, not rewritten
+        assert conn.execute("SELECT length(embedding) FROM text_nodes WHERE node_id = ?", (node_id,)).fetchone() == (
+            12,
+        )
