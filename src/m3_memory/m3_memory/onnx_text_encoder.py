@@ -9,12 +9,15 @@ package; running the cached graph needs only onnxruntime and tokenizers.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import logging
 import os
 import tempfile
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -77,23 +80,30 @@ class OnnxTextEncoder:
             raise ModelMissingError(f"text embedder: tokenizer not found: {tokenizer_file}")
         self.model_path = model_path
         self.onnx_path = Path(cache_dir or default_cache_dir()) / f"text-{_model_key(model_path)}.onnx"
-        if not self.onnx_path.is_file():
-            export_onnx(model_path, self.onnx_path)
         options = onnxruntime.SessionOptions()
         options.inter_op_num_threads = 1
         if threads:
             options.intra_op_num_threads = threads
-        try:
-            self._session = onnxruntime.InferenceSession(
-                str(self.onnx_path), options, providers=["CPUExecutionProvider"]
-            )
-        except Exception as error:  # noqa: BLE001 - onnxruntime raises its own unexported types
-            # The cache file is derived data: a damaged one is replaced, and the replacement must load.
-            log.warning("cached ONNX text model %s does not load (%s): exporting it again", self.onnx_path, error)
-            export_onnx(model_path, self.onnx_path)
-            self._session = onnxruntime.InferenceSession(
-                str(self.onnx_path), options, providers=["CPUExecutionProvider"]
-            )
+
+        def session():
+            return onnxruntime.InferenceSession(str(self.onnx_path), options, providers=["CPUExecutionProvider"])
+
+        self._session = None
+        if self.onnx_path.is_file():
+            try:
+                self._session = session()
+            except Exception as error:  # noqa: BLE001 - onnxruntime raises its own unexported types
+                log.warning("cached ONNX text model %s does not load (%s)", self.onnx_path, error)
+        if self._session is None:
+            with _export_lock(self.onnx_path.parent):
+                try:  # another process may have exported it while this one waited
+                    self._session = session() if self.onnx_path.is_file() else None
+                except Exception:  # noqa: BLE001
+                    self._session = None
+                if self._session is None:
+                    # Derived data: a missing or damaged file is (re)made, and the new one must load.
+                    export_onnx(model_path, self.onnx_path)
+                    self._session = session()
         self.dim = int(self._session.get_outputs()[0].shape[-1])
         self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
         self._tokenizer.enable_truncation(_max_seq_length(model_path))
@@ -113,6 +123,26 @@ class OnnxTextEncoder:
             }
             out[chunk] = self._session.run(None, feed)[0]
         return out
+
+
+def _unwritable(directory: Path, error: OSError) -> ModelMissingError:
+    return ModelMissingError(
+        f"cannot write the text model's ONNX export in {directory} ({error}): "
+        "set text_onnx_cache_dir to a writable directory, or use text_runtime: torch"
+    )
+
+
+@contextmanager
+def _export_lock(directory: Path) -> Iterator[None]:
+    """One exporting process per cache directory; the others wait and then load its file."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        handle = open(directory / ".export.lock", "a")  # held for the with-block below
+    except OSError as error:
+        raise _unwritable(directory, error) from error
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes
+        yield
 
 
 def export_onnx(model_path: str, onnx_path: Path) -> None:
@@ -153,13 +183,9 @@ def export_onnx(model_path: str, onnx_path: Path) -> None:
     model = Pooled(reference[0].auto_model).eval()
     sample = reference.tokenizer(PROBES[:2], padding=True, return_tensors="pt")
     try:
-        onnx_path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(prefix=onnx_path.name, suffix=".part", dir=onnx_path.parent)
     except OSError as error:
-        raise ModelMissingError(
-            f"cannot write the text model's ONNX export in {onnx_path.parent} ({error}): "
-            "set text_onnx_cache_dir to a writable directory, or use text_runtime: torch"
-        ) from error
+        raise _unwritable(onnx_path.parent, error) from error
     os.close(handle)
     try:
         with torch.inference_mode(), warnings.catch_warnings():

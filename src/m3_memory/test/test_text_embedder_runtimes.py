@@ -3,8 +3,12 @@ and cached, a damaged cache file is replaced, and what cannot work says so."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
+import os
+import shutil
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -84,3 +88,23 @@ def test_missing_onnx_package_names_it(tmp_path, monkeypatch):
 def test_unknown_runtime_is_refused():
     with pytest.raises(ValueError, match="runtime must be one of"):
         TextEmbedder(runtime="tensorflow")
+
+
+def test_concurrent_starts_export_once(onnx_cache, tmp_path, monkeypatch):
+    """Memory nodes starting together on a fresh machine: one exports, the others wait and load its file."""
+    (cached,) = onnx_cache.glob("text-*.onnx")
+    exports = []
+
+    def slow_export(model_path, onnx_path):  # the real export's effect (an atomic move), slowly
+        exports.append(onnx_path)
+        time.sleep(1.0)
+        shutil.copyfile(cached, onnx_path.with_suffix(".part"))
+        os.replace(onnx_path.with_suffix(".part"), onnx_path)
+
+    monkeypatch.setattr(onnx_text_encoder, "export_onnx", slow_export)
+    fresh = str(tmp_path / "models")
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        embedders = list(pool.map(lambda _: TextEmbedder(onnx_cache_dir=fresh), range(3)))
+    assert len(exports) == 1
+    vectors = [e.embed_batch(TEXTS[:2]) for e in embedders]
+    np.testing.assert_allclose(vectors[0], vectors[2], atol=1e-7)
