@@ -25,7 +25,7 @@ Prints progress to stderr and, as the LAST stdout line, one JSON object:
   recall_at_10_eps: ann-benchmarks' recall (a result counts when its cosine is within 0.001 of the
   exact 10th best), which does not count misses among near-ties;
 - hnsw: M, ef_construction, ef; open_s: seconds to reopen the memory (saved index, no rebuild);
-- disk_bytes_per_node.
+- disk_bytes_per_node; peak_rss_mb: the bench process's peak resident memory (building included).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -369,6 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         "open_s": round(open_s, 2),
         "index_loaded_on_open": loaded,
         "disk_bytes_per_node": round(disk / max(nodes, 1), 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "load": os.getloadavg()[0],
         "memory_dir": os.path.abspath(memory_dir) if args.memory_dir else None,
     }

@@ -16,3 +16,4 @@ def test_bench_prints_figures_as_last_line(capsys, tmp_path):
     assert result["recall_at_10"] == 1.0  # 120 vectors: below EXACT_MAX the index scans exactly
     assert result["search_p50_ms"] > 0 and result["search_p99_ms"] >= result["search_p50_ms"]
     assert result["service_p99_ms"] > 0 and result["ingest_nodes_per_s"] > 0 and result["disk_bytes_per_node"] > 0
+    assert result["peak_rss_mb"] > 100  # torch, onnxruntime and the models are resident
