@@ -28,6 +28,8 @@ def start_suite(memory_dir, *nodes: str) -> subprocess.Popen:
         f"memory_node.memory_dir={memory_dir}",
         "--set",
         "perception_node.image_transport=compressed",
+        "--set",  # the player publishes reliably: with a reliable camera DDS loses no frame on a busy machine
+        "perception_node.sensor_reliability=reliable",
         "--ros-args",
         "-p",
         "use_sim_time:=true",
@@ -168,8 +170,15 @@ def test_keep_up_playback_is_as_fast_as_perception_and_drops_nothing(ros, episod
         wait_for_service(ros, GetStats, "/m3/memory/get_stats")
         tracks, voices = [], []
         qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
-        ros.create_subscription(FaceTracks, "/m3/faces", tracks.append, qos)
-        ros.create_subscription(VoiceSegment, "/m3/voices", voices.append, qos)
+        subscriptions = [
+            ros.create_subscription(FaceTracks, "/m3/faces", tracks.append, qos),
+            ros.create_subscription(VoiceSegment, "/m3/voices", voices.append, qos),
+        ]
+        # Matched before the first frame: a FaceTracks published before discovery reaches nobody.
+        deadline = time.monotonic() + 60
+        while any(sub.get_publisher_count() == 0 for sub in subscriptions) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert all(sub.get_publisher_count() > 0 for sub in subscriptions), "perception's outputs never appeared"
         options = PlaybackOptions(
             rate=0.0, wait_for_subscribers_s=60, keep_up_topic="/m3/perception/processed_until", keep_up_lead_s=0.25
         )

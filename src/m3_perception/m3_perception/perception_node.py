@@ -57,6 +57,8 @@ def _str(description: str) -> ParameterDescriptor:
     return ParameterDescriptor(description=description)
 
 
+OUTPUT_DEPTH = 100  # history of the face / voice / match publishers (a few seconds at replay speed)
+
 # name: (default, descriptor) — documented in the package README.
 PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
     "image_topic": (
@@ -65,6 +67,10 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
     ),
     "image_transport": ("raw", _str("'raw' (sensor_msgs/Image) or 'compressed' (sensor_msgs/CompressedImage)")),
     "audio_topic": ("/audio", _str("microphone topic (m3_interfaces/AudioChunk)")),
+    "sensor_reliability": (
+        "best_effort",
+        _str("camera and microphone QoS: 'best_effort' (sensor data) or 'reliable' (lossless replays over DDS)"),
+    ),
     "face_rate_hz": (5.0, _float("frames per second of stream time sent to face processing", 0.1, 60.0)),
     "face_backend": (
         "dlib",
@@ -147,15 +153,22 @@ class PerceptionNode(Node):
         transport = g("image_transport").value
         if transport not in ("raw", "compressed"):
             raise ValueError(f"image_transport must be 'raw' or 'compressed', got {transport!r}")
+        chosen = g("sensor_reliability").value
+        reliability = {"best_effort": ReliabilityPolicy.BEST_EFFORT, "reliable": ReliabilityPolicy.RELIABLE}.get(chosen)
+        if reliability is None:
+            raise ValueError(f"sensor_reliability must be 'best_effort' or 'reliable', got {chosen!r}")
         params = {name: g(name).value for name in PARAMETERS}
         faces, voices, matcher = build_pipelines(params, self.get_logger())  # loads models; a missing file fails here
 
         latched = QoSProfile(
             depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
         )
-        self.pub_faces = self.create_publisher(FaceTracks, "/m3/faces", 10)
-        self.pub_voices = self.create_publisher(VoiceSegment, "/m3/voices", 10)
-        self.pub_matches = self.create_publisher(EntityMatch, "/m3/entity_matches", 10)
+        # Reliable with a deep history: a subscriber (the memory node) stalled for a few seconds while
+        # perception runs faster than real time (keep-up replay) still receives every result.
+        outputs = QoSProfile(depth=OUTPUT_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
+        self.pub_faces = self.create_publisher(FaceTracks, "/m3/faces", outputs)
+        self.pub_voices = self.create_publisher(VoiceSegment, "/m3/voices", outputs)
+        self.pub_matches = self.create_publisher(EntityMatch, "/m3/entity_matches", outputs)
         self.pub_face_ids = self.create_publisher(IdentityList, "/m3/identities/faces", latched)
         self.pub_voice_ids = self.create_publisher(IdentityList, "/m3/identities/voices", latched)
         # Stream time processed so far: `m3 play --keep-up` paces on it (as fast as perception keeps up).
@@ -176,16 +189,18 @@ class PerceptionNode(Node):
             identities_period_s=g("identities_period_s").value,
         )
         image_topic = g("image_topic").value
+        camera_qos = QoSProfile(
+            depth=qos_profile_sensor_data.depth, reliability=reliability, durability=DurabilityPolicy.VOLATILE
+        )
         if transport == "compressed":
             image_topic = image_topic.rstrip("/") + "/compressed"
-            self.create_subscription(CompressedImage, image_topic, self._on_compressed, qos_profile_sensor_data)
+            self.create_subscription(CompressedImage, image_topic, self._on_compressed, camera_qos)
         else:
-            self.create_subscription(Image, image_topic, self._on_image, qos_profile_sensor_data)
-        # Sensor-data QoS (best effort) with a deeper history for audio: a chunk lost while the executor
-        # is busy is a hole in speech, so 10 s of 0.1 s chunks may wait; a late frame just gets skipped.
-        audio_qos = QoSProfile(
-            depth=100, reliability=ReliabilityPolicy.BEST_EFFORT, durability=DurabilityPolicy.VOLATILE
-        )
+            self.create_subscription(Image, image_topic, self._on_image, camera_qos)
+        # Sensor-data QoS (best effort unless sensor_reliability says otherwise) with a deeper history
+        # for audio: a chunk lost while the executor is busy is a hole in speech, so 10 s of 0.1 s
+        # chunks may wait; a late frame just gets skipped.
+        audio_qos = QoSProfile(depth=100, reliability=reliability, durability=DurabilityPolicy.VOLATILE)
         self.create_subscription(AudioChunk, g("audio_topic").value, self._on_audio, audio_qos)
         # Wall (steady) time: with use_sim_time a /clock-driven timer would wait for the very player
         # that waits for this progress.
