@@ -133,7 +133,8 @@ class CosineIndex:
         if len(labels) <= EXACT_MAX:
             raise ValueError("small indexes are rebuilt, not loaded")
         ef = HNSW_EF if ef is None else ef
-        index = cls(dim, capacity=len(labels) + 1024, ef=ef)
+        index = cls(dim, capacity=16, ef=ef)  # its small HNSW graph is replaced right away
+        index._unit = np.zeros((len(labels) + 1024, dim), dtype=np.float32)
         index._hnsw = hnswlib.Index(space="cosine", dim=dim)
         index._hnsw.load_index(path, max_elements=len(labels) + 1024)
         index._hnsw.set_ef(ef)
