@@ -212,6 +212,7 @@ def export_onnx(model_path: str, onnx_path: Path) -> None:
                 f"the ONNX export of {model_path} differs from sentence-transformers by {error:.2e} "
                 f"(> {MAX_EXPORT_ERROR:.0e}): use text_runtime: torch"
             )
+        os.chmod(temporary, 0o644)  # mkstemp makes it owner-only; a shared cache must be readable
         os.replace(temporary, onnx_path)
     finally:
         if os.path.exists(temporary):
