@@ -51,6 +51,8 @@ def test_onnx_vectors_match_sentence_transformers(onnx_embedder):
 def test_export_is_made_once_and_reused(onnx_embedder, onnx_cache, monkeypatch):
     assert len(list(onnx_cache.glob("text-*.onnx"))) == 1
     assert not list(onnx_cache.glob("*.part"))  # the export's temporary file is gone
+    (cached,) = onnx_cache.glob("text-*.onnx")
+    assert cached.stat().st_mode & 0o777 == 0o644  # other users of a shared cache can read it
 
     def no_export(*args):
         raise AssertionError("exported again although the cache holds the model")
