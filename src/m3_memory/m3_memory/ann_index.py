@@ -20,6 +20,12 @@ HNSW_EF_CONSTRUCTION = 400
 HNSW_EF = 128
 
 
+def _normalise_rows(rows: np.ndarray) -> None:
+    """Scale each row to unit length, in place (zero rows stay zero)."""
+    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+    rows /= np.maximum(norms, 1e-12)[:, None]
+
+
 class CosineIndex:
     """Label → unit vector, with filtered top-k by cosine similarity; thread-safe."""
 
@@ -63,15 +69,26 @@ class CosineIndex:
             self._store_unit(labels, vectors)
 
     def _store_unit(self, labels: list[int], vectors: np.ndarray) -> None:
-        if len(self._rows) + len(labels) > len(self._unit):
-            grown = np.zeros((max(len(self._rows) + len(labels), 2 * len(self._unit)), self.dim), dtype=np.float32)
-            grown[: len(self._rows)] = self._unit[: len(self._rows)]
+        labels = [int(label) for label in labels]
+        start = len(self._row_labels)
+        if start + len(labels) > len(self._unit):
+            grown = np.zeros((max(start + len(labels), 2 * len(self._unit)), self.dim), dtype=np.float32)
+            grown[:start] = self._unit[:start]
             self._unit = grown
-        norms = np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-        for label, vector in zip(labels, vectors / norms, strict=True):
-            row = self._rows.setdefault(int(label), len(self._rows))
+        if len(set(labels)) == len(labels) and not any(label in self._rows for label in labels):
+            block = self._unit[start : start + len(labels)]  # all new: one block, no per-label work
+            if block.ctypes.data != vectors.ctypes.data:  # else already in place (load's adopted block)
+                block[:] = vectors
+            _normalise_rows(block)
+            self._rows.update(zip(labels, range(start, start + len(labels)), strict=True))
+            self._row_labels.extend(labels)
+            return
+        unit = np.array(vectors, dtype=np.float32)
+        _normalise_rows(unit)
+        for label, vector in zip(labels, unit, strict=True):
+            row = self._rows.setdefault(label, len(self._row_labels))
             if row == len(self._row_labels):
-                self._row_labels.append(int(label))
+                self._row_labels.append(label)
             self._unit[row] = vector
 
     def search(self, query: np.ndarray, k: int, keep: Callable[[int], bool] | None = None) -> list[tuple[int, float]]:
@@ -128,19 +145,21 @@ class CosineIndex:
 
     @classmethod
     def load(cls, path: str, dim: int, labels: list[int], vectors: np.ndarray, ef: int | None = None) -> CosineIndex:
-        """An index saved by save(), holding exactly `labels`, whose vectors are `vectors` (the caller
-        has checked that; the store gives them, hnswlib's own copy is slow to read)."""
+        """An index saved by save(), holding exactly `labels`, whose vectors are the first len(labels)
+        rows of `vectors` (the caller has checked that; the store gives them, hnswlib's own copy is slow
+        to read). A writable float32 block is adopted, not copied: its further rows are spare capacity."""
         if len(labels) <= EXACT_MAX:
             raise ValueError("small indexes are rebuilt, not loaded")
         ef = HNSW_EF if ef is None else ef
         index = cls(dim, capacity=16, ef=ef)  # its small HNSW graph is replaced right away
-        index._unit = np.zeros((len(labels) + 1024, dim), dtype=np.float32)
         index._hnsw = hnswlib.Index(space="cosine", dim=dim)
         index._hnsw.load_index(path, max_elements=len(labels) + 1024)
         index._hnsw.set_ef(ef)
         if index._hnsw.get_current_count() != len(labels):
             raise ValueError(f"saved index {path} holds {index._hnsw.get_current_count()} vectors, not {len(labels)}")
-        index._store_unit(labels, np.asarray(vectors, dtype=np.float32).reshape(len(labels), dim))
+        if vectors.dtype == np.float32 and vectors.flags.c_contiguous and vectors.flags.writeable:
+            index._unit = vectors  # adopted (rows past len(labels) are spare capacity): no second copy
+        index._store_unit(labels, vectors[: len(labels)])
         return index
 
     def vectors(self, labels: list[int]) -> np.ndarray:

@@ -126,32 +126,27 @@ class MemoryGraph:
                 edges.setdefault(node_id, []).append(entity_id)
             saved = self._saved_text_index(conn)
             labels: list[int] = []
-            (count,) = conn.execute("SELECT count(*) FROM text_nodes").fetchone()
-            vectors = np.empty((count, self.text_dim), dtype=np.float32)  # one block: no per-row arrays
+            semantic: list[tuple[str, int]] = []  # (node id, row of its vector)
             for row in conn.execute(
-                "SELECT node_id, seq, kind, text, clip_index, start_ns, end_ns, weight, embedding"
-                " FROM text_nodes ORDER BY seq"
+                "SELECT node_id, seq, kind, text, clip_index, start_ns, end_ns, weight FROM text_nodes ORDER BY seq"
             ):
-                node = TextNode(*row[:8], entity_ids=edges.get(row[0], []))
-                if len(row[8]) != 4 * self.text_dim:
-                    raise StoreError(
-                        f"text node {node.node_id}: embedding of {len(row[8])} bytes, not {4 * self.text_dim} "
-                        "(text_dim): the store is damaged (m3 memory check lists what)"
-                    )
+                node = TextNode(*row, entity_ids=edges.get(row[0], []))
                 self._cache_text(node)
-                vectors[len(labels)] = np.frombuffer(row[8], dtype="<f4")
-                labels.append(node.seq)
                 if node.kind == KIND_SEMANTIC:
-                    self.semantic_vectors[node.node_id] = vectors[len(labels) - 1].copy()
+                    semantic.append((node.node_id, len(labels)))
+                labels.append(node.seq)
                 if node.kind == KIND_EPISODIC:
                     self.clips[node.clip_index]["episodic"].append(node.node_id)
                     self.node_clips[node.node_id] = [node.clip_index]
+            vectors = self._text_vectors(conn, len(labels))
+            for node_id, row in semantic:
+                self.semantic_vectors[node_id] = vectors[row].copy()
             self.text_index_loaded = saved is not None  # True: read from text_index.hnsw, not rebuilt
             if saved is not None:
                 self.text_index = CosineIndex.load(saved, self.text_dim, labels, vectors)
             elif labels:
                 self.text_index = CosineIndex(self.text_dim, capacity=len(labels) + 1024)
-                self.text_index.add(labels, vectors)
+                self.text_index.add(labels, vectors[: len(labels)])
             del vectors
             for node_id, clip_index in conn.execute(
                 "SELECT node_id, clip_index FROM node_clips WHERE delta > 0 ORDER BY rowid"
@@ -181,6 +176,26 @@ class MemoryGraph:
     def _index_paths(self) -> tuple[str, str]:
         base = os.path.join(self.store.memory_dir, "text_index")
         return base + ".hnsw", base + ".json"
+
+    def _text_vectors(self, conn, count: int) -> np.ndarray:
+        """The text embeddings in seq order, in one block with room to grow (the text index adopts it
+        when it loads its saved graph), read in chunks: per-row numpy work doubled a 1M open."""
+        vectors = np.zeros((count + 1024, self.text_dim), dtype=np.float32)
+        size, filled = 4 * self.text_dim, 0
+        cursor = conn.execute("SELECT node_id, embedding FROM text_nodes ORDER BY seq")
+        while rows := cursor.fetchmany(8192):
+            data = b"".join(blob for _, blob in rows)
+            if len(data) != size * len(rows):
+                node_id, blob = next((n, b) for n, b in rows if len(b) != size)
+                raise StoreError(
+                    f"text node {node_id}: embedding of {len(blob)} bytes, not {size} (text_dim "
+                    f"{self.text_dim}): the store is damaged (m3 memory check lists what)"
+                )
+            vectors[filled : filled + len(rows)] = np.frombuffer(data, dtype="<f4").reshape(len(rows), -1)
+            filled += len(rows)
+        if filled != count:
+            raise StoreError(f"text nodes changed while the memory opened ({count} then {filled})")
+        return vectors
 
     def _saved_text_index(self, conn) -> str | None:
         """The saved text index when it matches the store exactly (text nodes are only ever added,
