@@ -55,9 +55,9 @@ from m3_control.loop import SUCCEEDED, LoopConfig, RoundEvent, run_loop
 from m3_control.memory_client import Clip, Memory
 from m3_control.reasoner import Answer, LoopState, Search
 from m3_control.skills import load_skills
+from m3_memory.bench import DEFAULT_EMBEDDING_CACHE
 
 PEOPLE = 40  # entities the synthetic memory sentences talk about (m3_memory.bench's default)
-DEFAULT_CACHE = "~/.cache/m3-agent/bench"
 TAG_RE = re.compile(r"<((?:face|voice|person)_\d+)>")
 EVENT_RE = re.compile(r"\s*\(event \d+\)\.?\s*$")
 
@@ -304,7 +304,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-nodes", type=int, default=100000, help="memories in the memory (default 100000)")
     parser.add_argument("--memory-dir", help="memory directory to build in or reuse (default: a temporary one)")
     parser.add_argument(
-        "--embedding-cache", default=DEFAULT_CACHE, help=f"sentence embedding cache directory (default {DEFAULT_CACHE})"
+        "--embedding-cache",
+        default=DEFAULT_EMBEDDING_CACHE,
+        help=f"sentence embedding cache directory (default {DEFAULT_EMBEDDING_CACHE})",
     )
     parser.add_argument(
         "--sentence-set",

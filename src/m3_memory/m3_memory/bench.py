@@ -54,6 +54,9 @@ CACHE_CHUNK = 4096  # texts per embedding cache file
 JITTER_SIGMA = 0.0073  # per coordinate: |noise|^2 = 384 * sigma^2 = 0.0205, cosine to the base about 0.99
 
 
+DEFAULT_EMBEDDING_CACHE = "~/.cache/m3-agent/bench"  # shared with `m3 bench control`
+
+
 def synthetic_texts(n: int, people: int = 40, sentence_set: int = 0) -> list[str]:
     """n distinct, deterministic memory sentences about `people` entities (bench_texts); with a sentence
     set of S, text i says what text i mod S says (another event number)."""
@@ -261,7 +264,11 @@ def main(argv: list[str] | None = None) -> int:
         help="texts embedded with MiniLM; 0 = all (default: max(10000, nodes / 10), so no sentence repeats more "
         "than 10 times beyond the first 100,000 nodes)",
     )
-    parser.add_argument("--embedding-cache", help="directory to keep the sentence-set embeddings in (off by default)")
+    parser.add_argument(
+        "--embedding-cache",
+        default=DEFAULT_EMBEDDING_CACHE,
+        help=f"directory to keep the sentence-set embeddings in (default {DEFAULT_EMBEDDING_CACHE}; '' = none)",
+    )
     parser.add_argument("--hnsw-m", type=int, help=f"text index M (default {ann_index.HNSW_M})")
     parser.add_argument(
         "--hnsw-ef-construction", type=int, help=f"ef_construction (default {ann_index.HNSW_EF_CONSTRUCTION})"

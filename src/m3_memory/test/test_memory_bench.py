@@ -8,9 +8,8 @@ from m3_memory import bench
 
 
 def test_bench_prints_figures_as_last_line(capsys, tmp_path):
-    assert (
-        bench.main(["--nodes", "120", "--queries", "8", "--per-clip", "40", "--memory-dir", str(tmp_path / "m")]) == 0
-    )
+    args = ["--nodes", "120", "--queries", "8", "--per-clip", "40", "--memory-dir", str(tmp_path / "m")]
+    assert bench.main([*args, "--embedding-cache", str(tmp_path / "cache")]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["nodes"] == 120 and result["nodes_added"] == 120
     assert result["recall_at_10"] == 1.0  # 120 vectors: below EXACT_MAX the index scans exactly
