@@ -8,8 +8,8 @@ Prints progress to stderr and, as the LAST stdout line, one JSON object:
   embedder. "sentence_set:S": the first S texts are embedded with MiniLM (cached with
   --embedding-cache); text i >= S says what text i mod S says with another event number, and its
   vector is that text's MiniLM vector plus Gaussian jitter (cosine about 0.99, the cosine MiniLM
-  gives two sentences that differ only in their event number). MiniLM embeds 45-80 of these
-  sentences/s on 2 shared cores, so embedding 1M texts would take 4-6 hours; the default S is
+  gives two sentences that differ only in their event number). MiniLM embeds 180-200 of these
+  sentences/s on 2 shared cores (onnxruntime), so embedding 1M texts would take about 1.5 hours; the default S is
   max(10000, N/10): each sentence recurs at most 10 times, as a robot's routine events do.
 - embed_nodes_per_s: MiniLM rate while embedding the node texts (null when all came from the cache);
 - ingest_mode ("bulk": Memory.ingest_bulk, one transaction and one batched index insert per
