@@ -48,9 +48,8 @@ class CosineIndex:
         self._hnsw.set_ef(ef)
         # Unit copies of the vectors, by row: per-memory scores read them (hnswlib's get_items
         # builds Python floats, about 18 us per vector) and so does the exact scan while small.
-        self._rows: dict[int, int] = {}  # label -> row of _unit
+        self._rows: dict[int, int] = {}  # label -> row of _unit, in row order (insertion order)
         self._unit = np.zeros((max(capacity, 16), dim), dtype=np.float32)
-        self._row_labels: list[int] = []  # row -> label
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -69,27 +68,22 @@ class CosineIndex:
             self._store_unit(labels, vectors)
 
     def _store_unit(self, labels: list[int], vectors: np.ndarray) -> None:
-        labels = [int(label) for label in labels]
-        start = len(self._row_labels)
-        if start + len(labels) > len(self._unit):
-            grown = np.zeros((max(start + len(labels), 2 * len(self._unit)), self.dim), dtype=np.float32)
+        """Unit copies of vectors in the rows of labels; new labels take the next rows, in order."""
+        start = len(self._rows)
+        rows = [self._rows.setdefault(int(label), len(self._rows)) for label in labels]
+        if len(self._rows) > len(self._unit):
+            grown = np.zeros((max(len(self._rows), 2 * len(self._unit)), self.dim), dtype=np.float32)
             grown[:start] = self._unit[:start]
             self._unit = grown
-        if len(set(labels)) == len(labels) and not any(label in self._rows for label in labels):
-            block = self._unit[start : start + len(labels)]  # all new: one block, no per-label work
+        if len(self._rows) - start == len(labels):  # all new and distinct: one block, no per-row work
+            block = self._unit[start : len(self._rows)]
             if block.ctypes.data != vectors.ctypes.data:  # else already in place (load's adopted block)
                 block[:] = vectors
             _normalise_rows(block)
-            self._rows.update(zip(labels, range(start, start + len(labels)), strict=True))
-            self._row_labels.extend(labels)
-            return
-        unit = np.array(vectors, dtype=np.float32)
-        _normalise_rows(unit)
-        for label, vector in zip(labels, unit, strict=True):
-            row = self._rows.setdefault(label, len(self._row_labels))
-            if row == len(self._row_labels):
-                self._row_labels.append(label)
-            self._unit[row] = vector
+        else:
+            unit = np.array(vectors, dtype=np.float32)
+            _normalise_rows(unit)
+            self._unit[rows] = unit
 
     def search(self, query: np.ndarray, k: int, keep: Callable[[int], bool] | None = None) -> list[tuple[int, float]]:
         """Top-k (label, cosine) best first among labels that `keep` accepts."""
@@ -101,10 +95,11 @@ class CosineIndex:
             if n <= EXACT_MAX:
                 scores = self._unit[:n] @ (query / max(float(np.linalg.norm(query)), 1e-12))
                 order = np.argsort(-scores, kind="stable")
+                row_labels = list(self._rows)
                 out = []
                 for i in order:
-                    if keep is None or keep(self._row_labels[i]):
-                        out.append((self._row_labels[i], float(scores[i])))
+                    if keep is None or keep(row_labels[i]):
+                        out.append((row_labels[i], float(scores[i])))
                         if len(out) == k:
                             break
                 return out

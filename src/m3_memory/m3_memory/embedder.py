@@ -59,7 +59,6 @@ class TextEmbedder:
         path = model_path or default_model_path()
         weights_file(path)
         self.model_path = path
-        self.runtime = runtime
         self.batch_size = batch_size
         if runtime == "onnxruntime":
             from m3_memory.onnx_text_encoder import OnnxTextEncoder

@@ -85,25 +85,26 @@ class OnnxTextEncoder:
         if threads:
             options.intra_op_num_threads = threads
 
-        def session():
+        def new_session():
             return onnxruntime.InferenceSession(str(self.onnx_path), options, providers=["CPUExecutionProvider"])
 
-        self._session = None
-        if self.onnx_path.is_file():
+        def cached_session():
+            """The cached export's session; None when it is missing or does not load (it is derived
+            data: then it is made again)."""
             try:
-                self._session = session()
+                return new_session()
             except Exception as error:  # noqa: BLE001 - onnxruntime raises its own unexported types
-                log.warning("cached ONNX text model %s does not load (%s)", self.onnx_path, error)
+                if self.onnx_path.is_file():
+                    log.warning("cached ONNX text model %s does not load (%s)", self.onnx_path, error)
+                return None
+
+        self._session = cached_session()
         if self._session is None:
             with _export_lock(self.onnx_path.parent):
-                try:  # another process may have exported it while this one waited
-                    self._session = session() if self.onnx_path.is_file() else None
-                except Exception:  # noqa: BLE001
-                    self._session = None
+                self._session = cached_session()  # another process may have exported it while this one waited
                 if self._session is None:
-                    # Derived data: a missing or damaged file is (re)made, and the new one must load.
                     export_onnx(model_path, self.onnx_path)
-                    self._session = session()
+                    self._session = new_session()
         self.dim = int(self._session.get_outputs()[0].shape[-1])
         self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
         self._tokenizer.enable_truncation(_max_seq_length(model_path))

@@ -41,6 +41,13 @@ class Log(Protocol):
 _default_log: Log = logging.getLogger(__name__)
 
 
+def _choice(p: Mapping[str, Any], name: str, choices: tuple[str, ...]) -> str:
+    """The value of back-end parameter `name`, refused clearly when it is not one of choices."""
+    if p[name] not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {p[name]!r}")
+    return p[name]
+
+
 def face_match_l2(backend: str, face_match_distance: float) -> float:
     """The L2 distance between unit embeddings the face pipeline clusters with.
 
@@ -54,9 +61,7 @@ def face_match_l2(backend: str, face_match_distance: float) -> float:
 
 def build_face_encoder(p: Mapping[str, Any], log: Log = _default_log) -> Any:
     """The configured face encoder (detect / embed / encode, as FaceEncoder)."""
-    backend = p["face_backend"]
-    if backend not in FACE_BACKENDS:
-        raise ValueError(f"face_backend must be one of {FACE_BACKENDS}, got {backend!r}")
+    backend = _choice(p, "face_backend", FACE_BACKENDS)
     if backend == "insightface":
         from m3_perception.insightface_encoder import InsightFaceEncoder
 
@@ -83,9 +88,7 @@ def build_face_encoder(p: Mapping[str, Any], log: Log = _default_log) -> Any:
 
 def build_voice_encoder(p: Mapping[str, Any], log: Log = _default_log) -> Any:
     """The configured speaker encoder (`encode(samples) -> unit vector`, as VoiceEncoder)."""
-    backend = p["speaker_backend"]
-    if backend not in SPEAKER_BACKENDS:
-        raise ValueError(f"speaker_backend must be one of {SPEAKER_BACKENDS}, got {backend!r}")
+    backend = _choice(p, "speaker_backend", SPEAKER_BACKENDS)
     if backend == "eres2netv2":
         from m3_perception.eres2net_encoder import Eres2NetEncoder
 
@@ -112,9 +115,7 @@ def _warn_other_default(name: str, value: float, backend: str, defaults: Mapping
 
 def build_asr(p: Mapping[str, Any], log: Log = _default_log) -> Transcriber | None:
     """The configured speech-to-text back-end; an unreachable endpoint or a missing model fails here."""
-    backend = p["asr_backend"]
-    if backend not in ASR_BACKENDS:
-        raise ValueError(f"asr_backend must be one of {ASR_BACKENDS}, got {backend!r}")
+    backend = _choice(p, "asr_backend", ASR_BACKENDS)
     if backend == "pocketsphinx":
         if p["asr_subprocess"]:
             from m3_perception.asr_process import SubprocessAsr
