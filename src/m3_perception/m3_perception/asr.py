@@ -20,11 +20,20 @@ class Transcriber(Protocol):
     def transcribe(self, samples: np.ndarray) -> Transcript: ...
 
 
+@dataclass(frozen=True)
+class WordTiming:
+    word: str
+    start: float  # offset from the utterance's first sample [s]
+    end: float  # [s]
+    probability: float  # [0..1]
+
+
 @dataclass
 class Transcript:
     text: str
-    confidence: float  # mean word posterior [0..1]; 0 when nothing was recognised
+    confidence: float  # [0..1]: mean word posterior (pocketsphinx) or exp(mean token log-prob) (Whisper)
     language: str = "en"
+    words: tuple[WordTiming, ...] = ()  # filled when the back-end gives word timestamps
 
 
 class PocketsphinxAsr:

@@ -1,9 +1,11 @@
 """Speech-to-text in a child process.
 
 pocketsphinx holds the GIL for the whole decode (0.5-0.9 s per utterance on these cores), which
-stalls the face worker and the ROS executor threads of the same process. Decoding in a child
-process (concurrent.futures, one spawned worker) lets faces, voices and message callbacks run side
-by side; the round trip costs a pickled copy of the samples.
+stalls the face worker and the ROS executor threads of the same process. faster-whisper releases
+it inside CTranslate2 but not in its Python feature extraction and decoding loop (measured in the
+perception README). Decoding in a child process (concurrent.futures, one spawned worker) lets
+faces, voices and message callbacks run side by side; the round trip costs a pickled copy of the
+samples.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ def _build(backend: str, options: dict[str, Any]) -> Any:
         from m3_perception.asr import PocketsphinxAsr
 
         return PocketsphinxAsr(**options)
+    if backend == "faster_whisper":
+        from m3_perception.faster_whisper_asr import FasterWhisperAsr
+
+        return FasterWhisperAsr(**options)
     raise ValueError(f"no subprocess transcriber for backend {backend!r}")
 
 

@@ -18,7 +18,7 @@ from m3_perception.identity_clusters import cosine_to_l2
 from m3_perception.utterances import SegmenterParams
 from m3_perception.voice_pipeline import VoiceParams, VoicePipeline
 
-ASR_BACKENDS = ("pocketsphinx", "openai", "whisper", "none")
+ASR_BACKENDS = ("faster_whisper", "pocketsphinx", "openai", "whisper", "none")
 FACE_BACKENDS = ("dlib", "insightface")
 # Suggested face_match_distance per back-end (README, Thresholds). dlib: L2 between unit 128-d
 # embeddings, measured here. insightface: cosine distance (1 - cosine) between ArcFace embeddings;
@@ -116,6 +116,8 @@ def _warn_other_default(name: str, value: float, backend: str, defaults: Mapping
 def build_asr(p: Mapping[str, Any], log: Log = _default_log) -> Transcriber | None:
     """The configured speech-to-text back-end; an unreachable endpoint or a missing model fails here."""
     backend = _choice(p, "asr_backend", ASR_BACKENDS)
+    if backend == "faster_whisper":
+        return _build_faster_whisper(p, log)
     if backend == "pocketsphinx":
         if p["asr_subprocess"]:
             from m3_perception.asr_process import SubprocessAsr
@@ -140,6 +142,31 @@ def build_asr(p: Mapping[str, Any], log: Log = _default_log) -> Transcriber | No
         log.info(f"speech: Whisper from {asr.path} on torch {asr.device.upper()}, {lang}")
         return asr
     return None
+
+
+def _build_faster_whisper(p: Mapping[str, Any], log: Log) -> Transcriber:
+    options = {
+        "model": p["asr_model"],
+        "device": p["asr_device"],
+        "compute_type": p["asr_compute_type"],
+        "threads": p["asr_threads"],
+        "language": p["asr_language"],
+        "beam_size": p["asr_beam_size"],
+        "word_timestamps": p["asr_word_timestamps"],
+    }
+    if p["asr_subprocess"]:
+        from m3_perception.asr_process import SubprocessAsr
+
+        asr: Any = SubprocessAsr("faster_whisper", **options)
+        where = "in a child process"
+    else:
+        from m3_perception.faster_whisper_asr import FasterWhisperAsr
+
+        asr = FasterWhisperAsr(**options)
+        where = "in this process"
+    lang = f"language {p['asr_language']}" if p["asr_language"] else "language detected per utterance"
+    log.info(f"speech: faster-whisper asr_model {p['asr_model']!r} {where}, {lang}")
+    return asr
 
 
 def build_pipelines(

@@ -111,8 +111,29 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
         _float("min cosine between speaker embeddings of one voice (resemblyzer 0.75, eres2netv2 0.6)", 0.0, 1.0),
     ),
     "asr_backend": (
-        "pocketsphinx",
-        _str("'pocketsphinx', 'whisper' (local transformers model), 'openai' (OpenAI-compatible endpoint) or 'none'"),
+        "faster_whisper",
+        _str(
+            "'faster_whisper' (CTranslate2 Whisper, embedded default), 'pocketsphinx', 'whisper' (local "
+            "transformers model), 'openai' (OpenAI-compatible endpoint) or 'none'"
+        ),
+    ),
+    "asr_model": (
+        "base",
+        _str(
+            "faster_whisper: 'base' (packaged, multilingual), 'tiny.en' (packaged, faster) or a CTranslate2 "
+            "Whisper directory; openai: model name sent to the endpoint (e.g. 'whisper-1')"
+        ),
+    ),
+    "asr_device": ("auto", _str("faster_whisper: 'auto' (CUDA when CTranslate2 sees one), 'cpu' or 'cuda'")),
+    "asr_compute_type": (
+        "auto",
+        _str("faster_whisper: 'auto' (int8 on CPU, float16 on CUDA) or a CTranslate2 type such as int8, float16"),
+    ),
+    "asr_threads": (0, _int("faster_whisper: CPU threads per decode; 0: all cores, at most 4", 0, 64)),
+    "asr_beam_size": (1, _int("faster_whisper: beam width; 1 = greedy (fastest)", 1, 16)),
+    "asr_word_timestamps": (
+        False,
+        ParameterDescriptor(description="faster_whisper: word timestamps in each VoiceSegment (costs ~10 % time)"),
     ),
     "asr_model_dir": (
         "",
@@ -120,12 +141,14 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
     ),
     "asr_subprocess": (
         True,
-        _str("pocketsphinx: decode in a child process (it holds the GIL for the whole decode, stalling other threads)"),
+        _str("pocketsphinx, faster_whisper: decode in a child process (keeps the GIL free for the other threads)"),
     ),
-    "asr_language": ("", _str("whisper: language code to force (e.g. 'en'); empty: detected per utterance")),
+    "asr_language": (
+        "",
+        _str("faster_whisper, whisper: language code to force (e.g. 'en'); empty: detected per utterance"),
+    ),
     "asr_torch_threads": (0, _int("whisper: torch CPU threads (process-wide); 0: leave torch's setting", 0, 64)),
     "asr_endpoint": ("http://localhost:8000/v1", _str("openai: base URL serving /audio/transcriptions")),
-    "asr_model": ("whisper-1", _str("openai: model name sent to the endpoint")),
     "asr_api_key_env": ("OPENAI_API_KEY", _str("openai: environment variable holding the API key (unset: none)")),
     "asr_timeout_s": (30.0, _float("openai: per-request timeout [s]", 1.0, 600.0)),
     "match_min_evidence": (2, _int("utterances over one dominant face before an EntityMatch", 1, 1000)),

