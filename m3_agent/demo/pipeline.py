@@ -3,6 +3,7 @@ questions through the control action, and write an HTML view of the memory with 
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -14,7 +15,26 @@ def _say(text: str) -> None:
     print(f"\n== {text}", file=sys.stderr, flush=True)
 
 
-def run_demo(out_dir: str | Path, params_file: str, fresh: bool = False, show_progress: bool = True) -> dict:
+def _memory_for_memorizer(memory_dir: Path, memorizer: dict) -> None:
+    """A memory built with another memorizer setting (e.g. rules, now a language model) is rebuilt,
+    so the demo's answers always come from the memory the chosen back-ends make."""
+    record = memory_dir.parent / "memorizer.json"  # absent: built before it was recorded, by the default
+    wanted = json.dumps({k: v for k, v in memorizer.items() if k in ("memorizer", "openai_model")}, sort_keys=True)
+    if memory_dir.exists() and (record.read_text() if record.exists() else "{}") != wanted:
+        _say(f"the memory in {memory_dir} was built with other memorizer settings: rebuilding it")
+        shutil.rmtree(memory_dir)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(wanted)
+
+
+def run_demo(
+    out_dir: str | Path,
+    params_file: str,
+    fresh: bool = False,
+    show_progress: bool = True,
+    overrides: dict[str, dict[str, object]] | None = None,
+) -> dict:
+    """overrides: node parameters over params_file's (the LLM profile's back-ends, from `m3 demo --llm`)."""
     from m3_agent.demo.generate import generate
     from m3_agent.evaluation import annotations, report
     from m3_agent.evaluation.runner import evaluate
@@ -43,8 +63,11 @@ def run_demo(out_dir: str | Path, params_file: str, fresh: bool = False, show_pr
         _say("2/5 recording already made")
     _say("3/5 replaying the recording through perception and memory")
     memory_dir = out / "episodes" / episode_id / "memory"
-    replay_report = replay(bag, memory_dir, params_file, show_progress)
-    _say("4/5 asking the demo questions through the Instruct action (extractive reasoner)")
+    overrides = overrides or {}
+    _memory_for_memorizer(memory_dir, overrides.get("memory_node", {}))
+    replay_report = replay(bag, memory_dir, params_file, show_progress, overrides)
+    reasoner = overrides.get("control_node", {}).get("backend", "set in the parameter file")
+    _say(f"4/5 asking the demo questions through the Instruct action (reasoner: {reasoner})")
     results = out / "answers.jsonl"
     results.unlink(missing_ok=True)
     judge, method = make_judge("", "", 0.0, "")
@@ -57,7 +80,14 @@ def run_demo(out_dir: str | Path, params_file: str, fresh: bool = False, show_pr
         )
 
     records = evaluate(
-        annotations.load(out / "questions.json"), out / "episodes", results, judge, method, params_file, on_result=show
+        annotations.load(out / "questions.json"),
+        out / "episodes",
+        results,
+        judge,
+        method,
+        params_file,
+        on_result=show,
+        overrides=overrides,
     )
     summary = report.summarize(records)
     print(f"\naccuracy by question type (judge: {method}):\n{report.format_table(summary)}")

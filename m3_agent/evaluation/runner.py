@@ -23,19 +23,25 @@ Judge = Callable[[str, str, str], bool]  # (question, ground truth, answer) -> v
 class SuiteSession:
     """memory_node + control_node for one memory directory, and an Instruct action client."""
 
-    def __init__(self, memory_dir: Path, params_file: str, action: str = "/m3/instruct") -> None:
+    def __init__(
+        self,
+        memory_dir: Path,
+        params_file: str,
+        action: str = "/m3/instruct",
+        overrides: dict[str, dict[str, object]] | None = None,
+    ) -> None:
         from rclpy.action import ActionClient
         from rclpy.node import Node
 
         from m3_agent import bringup
         from m3_interfaces.action import Instruct
 
+        overrides = {node: dict(values) for node, values in (overrides or {}).items()}
+        overrides.setdefault("memory_node", {})["memory_dir"] = str(memory_dir)
         self._stack = contextlib.ExitStack()
         try:
             nodes, executor = self._stack.enter_context(
-                bringup.running_nodes(
-                    params_file, ("memory_node", "control_node"), {"memory_node": {"memory_dir": str(memory_dir)}}
-                )
+                bringup.running_nodes(params_file, ("memory_node", "control_node"), overrides)
             )
             if getattr(nodes[0], "store_error", ""):
                 raise RuntimeError(nodes[0].store_error)
@@ -104,8 +110,10 @@ def evaluate(
     params_file: str,
     max_rounds: int = 5,
     on_result: Callable[[dict], None] | None = None,
+    overrides: dict[str, dict[str, object]] | None = None,
 ) -> list[dict]:
-    """Answer and judge every question not yet in out_jsonl; returns all records (old and new)."""
+    """Answer and judge every question not yet in out_jsonl; returns all records (old and new).
+    overrides: node parameters over params_file's (e.g. the LLM profile's back-ends)."""
     episodes_dir = Path(episodes_dir)
     questions = list(questions)
     memory_dirs = {q.episode_id: memory_dir_of(episodes_dir, q.episode_id) for q in questions}  # fail before work
@@ -114,7 +122,7 @@ def evaluate(
         todo = [q for q in group if q.question_id not in done]
         if not todo:
             continue
-        session = SuiteSession(memory_dirs[episode_id], params_file)
+        session = SuiteSession(memory_dirs[episode_id], params_file, overrides=overrides)
         try:
             for q in todo:
                 reply = session.ask(q.question, q.before_clip, max_rounds)
