@@ -51,6 +51,9 @@ class ReplayReport:
     matches: int
     clips_stored: int
     bad_messages: int
+    clips_degraded: int = 0  # stored by the rules memorizer after the model failed (see the memory's log)
+    memorize_s_per_clip: float = 0.0  # mean seconds a clip took to memorize and store (beside perception)
+    memory_ready_after_s: float = 0.0  # seconds from the end of perception until the last clip was stored
 
 
 def _pick_topic(topics: dict[str, tuple[str, int]], types: tuple[str, ...], wanted: str) -> str | None:
@@ -110,6 +113,7 @@ class Replayer:
         return next_index, 0.0
 
     def run(self, bag: str | Path, progress: Callable[[float, float], None] | None = None) -> ReplayReport:
+        from m3_memory.assembly import clip_ingester, keyframes_per_clip
         from m3_memory.clip_window import ClipWindows
         from m3_memory.records import MATCH_FACE, MATCH_VOICE, FaceEvidence, MatchEvidence, VoiceEvidence
         from m3_perception.audio_codec import AudioDecodeError, decode_chunk
@@ -129,15 +133,18 @@ class Replayer:
             first_index,
             self.memory_params["clip_close_delay"],
             origin_ns=info.start_ns,
+            keyframes=keyframes_per_clip(self.memory_params),
         )
         min_gap_s = 1.0 / p["face_rate_hz"]
         counts = {"frames": 0, "faces": 0, "utterances": 0, "matches": 0, "clips": 0, "bad": 0}
         last_frame_s: float | None = None
 
+        # Memorization runs beside perception on the ingester's thread, clips in order.
+        ingester = clip_ingester(self.memory_params, self.memory)
+
         def store(clips) -> None:
             for clip in clips:
-                if self.memory.ingest(clip) is not None:
-                    counts["clips"] += 1
+                ingester.submit(clip)
 
         def on_voice_events(events) -> None:
             for event in events:
@@ -174,54 +181,62 @@ class Replayer:
 
         started = time.perf_counter()
         topics = [t for t in (image_topic, audio_topic) if t]
-        for message in iter_messages(bag, topics, start_offset_s=skip_s):
-            stamp_s = (message.timestamp_ns - info.start_ns) / NS
-            msg = deserialize(message)
-            header_s = msg.header.stamp.sec + msg.header.stamp.nanosec / NS
-            try:
-                if message.topic == audio_topic:
-                    samples = decode_chunk(
-                        msg.sample_rate, msg.channels, msg.sample_format, msg.data, msg.coding_format
-                    )
-                    on_voice_events(self.voices.feed(samples, header_s))
-                elif last_frame_s is None or header_s - last_frame_s >= min_gap_s - 1e-6:
-                    last_frame_s = header_s
-                    if message.msgtype == COMPRESSED_IMAGE:
-                        rgb = decode_compressed(msg.format, msg.data)
-                    else:
-                        rgb = decode_raw(msg.encoding, msg.width, msg.height, msg.step, msg.data)
-                    counts["frames"] += 1
-                    stamp_ns = round(header_s * NS)
-                    if windows.wants_keyframe(stamp_ns):
-                        recorded_jpeg = message.msgtype == COMPRESSED_IMAGE and "jpeg" in msg.format
-                        jpeg = bytes(msg.data) if recorded_jpeg else encode_jpeg(rgb, 80)
-                        store(windows.add_keyframe(stamp_ns, jpeg))
-                    observations = self.faces.process(rgb, header_s)
-                    self.matcher.observe_faces(header_s, [(o.face_id, o.box[2] * o.box[3]) for o in observations])
-                    for o in observations:
-                        if o.face_id:
-                            counts["faces"] += 1
-                            store(
-                                windows.add(
-                                    FaceEvidence(
-                                        o.face_id,
-                                        o.track_id,
-                                        tuple(float(v) for v in o.box),
-                                        float(o.score),
-                                        stamp_ns,
-                                        np.asarray(o.embedding).tolist(),
-                                        o.crop_jpeg,
-                                        float(o.quality),
+        try:
+            for message in iter_messages(bag, topics, start_offset_s=skip_s):
+                stamp_s = (message.timestamp_ns - info.start_ns) / NS
+                msg = deserialize(message)
+                header_s = msg.header.stamp.sec + msg.header.stamp.nanosec / NS
+                try:
+                    if message.topic == audio_topic:
+                        samples = decode_chunk(
+                            msg.sample_rate, msg.channels, msg.sample_format, msg.data, msg.coding_format
+                        )
+                        on_voice_events(self.voices.feed(samples, header_s))
+                    elif last_frame_s is None or header_s - last_frame_s >= min_gap_s - 1e-6:
+                        last_frame_s = header_s
+                        if message.msgtype == COMPRESSED_IMAGE:
+                            rgb = decode_compressed(msg.format, msg.data)
+                        else:
+                            rgb = decode_raw(msg.encoding, msg.width, msg.height, msg.step, msg.data)
+                        counts["frames"] += 1
+                        stamp_ns = round(header_s * NS)
+                        if windows.wants_keyframe(stamp_ns):
+                            recorded_jpeg = message.msgtype == COMPRESSED_IMAGE and "jpeg" in msg.format
+                            jpeg = bytes(msg.data) if recorded_jpeg else encode_jpeg(rgb, 80)
+                            store(windows.add_keyframe(stamp_ns, jpeg))
+                        observations = self.faces.process(rgb, header_s)
+                        self.matcher.observe_faces(header_s, [(o.face_id, o.box[2] * o.box[3]) for o in observations])
+                        for o in observations:
+                            if o.face_id:
+                                counts["faces"] += 1
+                                store(
+                                    windows.add(
+                                        FaceEvidence(
+                                            o.face_id,
+                                            o.track_id,
+                                            tuple(float(v) for v in o.box),
+                                            float(o.score),
+                                            stamp_ns,
+                                            np.asarray(o.embedding).tolist(),
+                                            o.crop_jpeg,
+                                            float(o.quality),
+                                        )
                                     )
                                 )
-                            )
-            except (AudioDecodeError, ImageDecodeError):
-                counts["bad"] += 1  # a damaged message is skipped, as the nodes do
-            if progress is not None:
-                progress(stamp_s, info.duration_s)
-        on_voice_events(self.voices.flush())
-        store(windows.flush())
+                except (AudioDecodeError, ImageDecodeError):
+                    counts["bad"] += 1  # a damaged message is skipped, as the nodes do
+                if progress is not None:
+                    progress(stamp_s, info.duration_s)
+            on_voice_events(self.voices.flush())
+            store(windows.flush())
+        except BaseException:
+            ingester.abandon()  # clips not stored yet are redone when the replay resumes
+            raise
+        perceived = time.perf_counter()
+        stats = ingester.close(None)  # a replay waits for its memorizer: resuming redoes what is missing
         wall = time.perf_counter() - started
+        counts["clips"] = stats.stored
+        summary = stats.summary()
         stream = max(0.0, info.duration_s - skip_s)
         return ReplayReport(
             str(bag),
@@ -236,6 +251,9 @@ class Replayer:
             counts["matches"],
             counts["clips"],
             counts["bad"],
+            stats.degraded,
+            summary["memorize_s_per_clip"],
+            round(time.perf_counter() - perceived, 3),
         )
 
 

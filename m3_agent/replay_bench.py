@@ -1,8 +1,12 @@
 """`m3 bench replay`: the demo episode end to end, record -> memory ready, and answer accuracy.
 
 The episode is generated first (untimed: it stands in for the camera); then recording it into a
-rosbag2 and replaying it through perception and memory are timed together, and the demo questions
-are asked through the Instruct action with the embedded default. The last stdout line is JSON.
+rosbag2 and replaying it through perception and memory (memorization beside perception) are timed
+together, and the demo questions are asked through the Instruct action. `--llm` picks the LLM
+profile's mode as for `m3 demo` (none: rules memorizer + extractive reasoner; embedded: both on the
+local llama.cpp server, started before the clock starts). The last stdout line is JSON with
+`accuracy`, `realtime_factor` (episode seconds / seconds from recording to memory ready),
+`memorize_s_per_clip`, `answer_s_p50` and `answer_s_p90`.
 """
 
 from __future__ import annotations
@@ -14,13 +18,29 @@ import tempfile
 import time
 from pathlib import Path
 
+from m3_agent.llm.cli import add_llm_arguments, service_for
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="m3 bench replay", description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="working directory (default: a temporary one)")
     parser.add_argument("--params-file", help="parameter YAML (default: the installed config/m3.yaml)")
+    parser.add_argument("--episode", help="episode script YAML (default: the demo's, m3_agent/demo/episode.yaml)")
+    add_llm_arguments(parser)
     args = parser.parse_args(argv)
+    with service_for(args) as llm:
+        figures = run(args, llm)
+    print(json.dumps(figures))
+    return 0
 
+
+def _percentile(values: list[float], q: float) -> float:
+    import numpy as np
+
+    return round(float(np.percentile(values, q)), 3) if values else 0.0
+
+
+def run(args: argparse.Namespace, llm) -> dict:
     from m3_agent.bringup import default_params_file
     from m3_agent.demo.generate import generate
     from m3_agent.evaluation import annotations, report
@@ -34,20 +54,30 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(args.out or scratch)
         out.mkdir(parents=True, exist_ok=True)
         print("generating the demo episode ...", file=sys.stderr)
-        episode = generate(out, cache_dir=out / ".voice_cache")
+        episode = generate(out, args.episode, cache_dir=out / ".voice_cache")
         started = time.perf_counter()
         convert(episode["video"], out / "bag")
         recorded = time.perf_counter()
-        memory_dir = out / "episodes" / "demo_home_01" / "memory"
-        replayed = replay(out / "bag", memory_dir, params_file)
+        questions = annotations.load(episode["questions"])
+        memory_dir = out / "episodes" / questions[0].episode_id / "memory"
+        overrides = llm.merged()
+        replayed = replay(out / "bag", memory_dir, params_file, overrides=overrides)
         ready = time.perf_counter()
         judge, method = make_judge("", "", 0.0, "")
         records = evaluate(
-            annotations.load(episode["questions"]), out / "episodes", out / "answers.jsonl", judge, method, params_file
+            questions,
+            out / "episodes",
+            out / "answers.jsonl",
+            judge,
+            method,
+            params_file,
+            overrides=overrides,
         )
         asked = time.perf_counter()
         summary = report.summarize(records)
-    figures = {
+    seconds = [float(r.get("seconds", 0.0)) for r in records]
+    return {
+        "llm": llm.mode,
         "episode_s": replayed["stream_s"],
         "realtime_factor": round(replayed["stream_s"] / (ready - started), 3),
         "record_s": round(recorded - started, 3),
@@ -56,12 +86,16 @@ def main(argv: list[str] | None = None) -> int:
         "accuracy": round(summary["accuracy"], 4),
         "accuracy_by_type": {t: round(v["accuracy"], 4) for t, v in summary["by_type"].items()},
         "answer_s_mean": round((asked - ready) / max(1, summary["questions"]), 3),
+        "answer_s_p50": _percentile(seconds, 50),
+        "answer_s_p90": _percentile(seconds, 90),
+        "memorize_s_per_clip": replayed["memorize_s_per_clip"],
+        "memory_ready_after_s": replayed["memory_ready_after_s"],
+        "clips_degraded": replayed["clips_degraded"],
+        "errors": sum(1 for r in records if r.get("error")),
         "judge": method,
         "clips": replayed["clips_stored"],
         "utterances": replayed["utterances"],
     }
-    print(json.dumps(figures))
-    return 0
 
 
 if __name__ == "__main__":

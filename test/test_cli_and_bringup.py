@@ -87,3 +87,20 @@ def test_colcon_discovers_all_five_packages():
     )
     assert result.returncode == 0, result.stderr
     assert sorted(result.stdout.split()) == ["m3_agent", "m3_control", "m3_interfaces", "m3_memory", "m3_perception"]
+
+
+def test_config_holds_every_parameter_with_its_default():
+    """config/m3.yaml documents every node parameter with the node's own default (README: Parameters)."""
+    import yaml
+
+    from m3_control.control_node import PARAMETERS as CONTROL
+    from m3_memory.node_parameters import PARAMETERS as MEMORY
+    from m3_perception.perception_node import PARAMETERS as PERCEPTION
+
+    config = yaml.safe_load((ROOT / "config" / "m3.yaml").read_text())
+    for node, table in (("perception_node", PERCEPTION), ("memory_node", MEMORY), ("control_node", CONTROL)):
+        values = config[node]["ros__parameters"]
+        extra, missing = set(values) - set(table), set(table) - set(values)
+        assert not extra and not missing, f"{node}: only in m3.yaml {extra}, missing there {missing}"
+        differ = {k: (values[k], table[k][0]) for k in table if values[k] != table[k][0]}
+        assert not differ, f"{node}: m3.yaml value != node default: {differ}"

@@ -77,8 +77,11 @@ def test_embedded_profile_points_both_nodes_at_the_server(llm_server, tmp_path):
         "openai_model": llm_server.model,
         "openai_api_key_env": "",
         "openai_timeout_s": 300.0,
+        "openai_response_format": "json_object",
+        "openai_keyframes": 0,
     }
     control = overrides["control_node"]
+    assert (control["response_format"], control["knowledge"], control["prefetch"]) == ("json_object", "compact", 1)
     assert (control["backend"], control["endpoint"]) == ("openai", llm_server.base_url)
     assert control["model"] == "qwen2.5-coder-1.5b"
     assert control["temperature"] == 0.1  # the user's --set stays
@@ -106,6 +109,8 @@ def test_endpoint_mode_checks_the_servers(llm_server, tmp_path):
     with model_service(llm_profile.load_profile(path), say=lambda _: None) as service:
         assert service.overrides()["control_node"]["endpoint"] == url
         assert service.overrides()["control_node"]["api_key_env"] == "OPENAI_API_KEY"
+        assert service.overrides()["control_node"]["response_format"] == "none"  # M3-Agent-Control's grammar
+        assert service.overrides()["memory_node"]["openai_keyframes"] == 4
     with pytest.raises(ServerError, match=r"serves \['qwen2.5-coder-1.5b'\], not 'M3-Agent-Control'"):
         check_endpoint(url, "M3-Agent-Control", "", "control")
     with pytest.raises(ServerError, match="nothing answers at the memorizer endpoint"):
@@ -122,6 +127,13 @@ def test_profile_errors_are_clear(tmp_path):
         llm_profile.load_profile(write_profile(tmp_path / "b.yaml", embedded={"gpu": True}))
     with pytest.raises(ValueError, match=r"embedded\.port must be int"):
         llm_profile.load_profile(write_profile(tmp_path / "c.yaml", embedded={"port": "80"}))
+    with pytest.raises(ValueError, match=r"embedded\.params: unknown node 'memory'"):
+        llm_profile.load_profile(write_profile(tmp_path / "d.yaml", embedded={"params": {"memory": {}}}))
+    with pytest.raises(ValueError, match=r"endpoint\.params\.control_node must be a mapping"):
+        llm_profile.load_profile(write_profile(tmp_path / "e.yaml", endpoint={"params": {"control_node": 3}}))
+    # the packaged file and the built-in defaults agree, so a profile without params behaves as documented
+    assert default.embedded.params == llm_profile.EMBEDDED_PARAMS
+    assert default.endpoint.params == llm_profile.ENDPOINT_PARAMS
     with pytest.raises(FileNotFoundError, match="LLM profile not found"):
         llm_profile.load_profile(tmp_path / "absent.yaml")
 

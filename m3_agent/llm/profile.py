@@ -13,6 +13,25 @@ import yaml
 from m3_agent.llm.models import DEFAULT_MODEL, config_file
 
 MODES = ("none", "embedded", "endpoint")
+# How the nodes speak to each mode's model unless a profile's `params` says otherwise (config/llm.yaml).
+EMBEDDED_PARAMS = {  # a small local model behind llama-cpp-python's server
+    "memory_node": {"openai_response_format": "json_object", "openai_keyframes": 0},
+    "control_node": {
+        "response_format": "json_object",
+        "knowledge": "compact",
+        "prefetch": 1,
+        "temperature": 0.0,
+        "max_tokens": 256,
+    },
+}
+ENDPOINT_PARAMS = {  # vLLM serving M3-Agent-Memorization (a vision model) and M3-Agent-Control
+    "memory_node": {"openai_response_format": "json_schema", "openai_keyframes": 4},
+    "control_node": {"response_format": "none", "knowledge": "reference"},
+}
+
+
+def _copy(params: dict) -> dict:
+    return {node: dict(values) for node, values in params.items()}
 
 
 @dataclass
@@ -28,6 +47,9 @@ class EmbeddedSettings:
     request_timeout_s: float = 300.0
     log_file: str = ""
     extra_args: list[str] = field(default_factory=list)
+    # node -> {parameter: value} this mode sets (under the user's --set): how the nodes speak to
+    # this model (a small local model: constrained JSON, compact knowledge; see config/llm.yaml)
+    params: dict = field(default_factory=lambda: _copy(EMBEDDED_PARAMS))
 
 
 @dataclass
@@ -39,6 +61,7 @@ class EndpointSettings:
     api_key_env: str = "OPENAI_API_KEY"
     request_timeout_s: float = 60.0
     check: bool = True
+    params: dict = field(default_factory=lambda: _copy(ENDPOINT_PARAMS))  # as in EmbeddedSettings
 
 
 @dataclass
@@ -72,7 +95,21 @@ def _section(cls: type, data: object, where: str):
         if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
             raise ValueError(f"{where}.{name} must be {expected.__name__}, got {value!r}")
         values[name] = value
+    if "params" in values:
+        _check_params(values["params"], f"{where}.params")
     return cls(**values)
+
+
+NODES = ("perception_node", "memory_node", "control_node")
+
+
+def _check_params(params: dict, where: str) -> None:
+    """params must map node names to {parameter: value}; the nodes check names and values."""
+    for node, values in params.items():
+        if node not in NODES:
+            raise ValueError(f"{where}: unknown node {node!r}; known: {list(NODES)}")
+        if not isinstance(values, dict):
+            raise ValueError(f"{where}.{node} must be a mapping of parameter: value, got {values!r}")
 
 
 def parse_profile(data: object, source: str = "") -> LLMProfile:

@@ -13,7 +13,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from m3_agent.llm import models
@@ -39,12 +39,13 @@ class ModelService:
     api_key_env: str = ""
     request_timeout_s: float = 60.0
     server: LlamaServer | None = None
+    params: dict[str, dict[str, object]] = field(default_factory=dict)  # the mode's own node parameters
 
     def overrides(self) -> Overrides:
         """memory_node and control_node parameters selecting the openai back-ends ({} for none)."""
         if self.mode == "none":
             return {}
-        return {
+        base: Overrides = {
             "memory_node": {
                 "memorizer": "openai",
                 "openai_endpoint": self.memorizer_url,
@@ -60,6 +61,9 @@ class ModelService:
                 "timeout_s": self.request_timeout_s,
             },
         }
+        for node, values in self.params.items():
+            base.setdefault(node, {}).update(values)
+        return base
 
     def merged(self, user: Overrides | None = None) -> Overrides:
         """These overrides under the user's own (--set wins over the profile)."""
@@ -133,6 +137,7 @@ def model_service(profile: LLMProfile, say: Callable[[str], None] = _stderr) -> 
             e.control_model,
             e.api_key_env,
             e.request_timeout_s,
+            params=e.params,
         )
         say(service.describe())
         yield service
@@ -144,4 +149,5 @@ def model_service(profile: LLMProfile, say: Callable[[str], None] = _stderr) -> 
         how = "reused the server already running" if not server.owned else f"server ready in {server.startup_s:.1f} s"
         say(f"{how} (log: {server.log_file})" if server.owned else how)
         url, timeout_s = server.base_url, profile.embedded.request_timeout_s
-        yield ModelService("embedded", url, config.model, url, config.model, "", timeout_s, server)
+        params = profile.embedded.params
+        yield ModelService("embedded", url, config.model, url, config.model, "", timeout_s, server, params)

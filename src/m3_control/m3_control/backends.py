@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from m3_control.extractive_reasoner import ExtractiveReasoner
-from m3_control.openai_reasoner import OpenAIConfig, OpenAIReasoner, load_prompt
+from m3_control.openai_reasoner import OpenAIConfig, OpenAIReasoner, default_prompt, load_prompt
 from m3_control.reasoner import Reasoner
 from m3_control.skills import Skill, describe_skills
 
@@ -20,13 +20,15 @@ def make_reasoner(
     """(reasoner, system prompt); ValueError for an unknown back-end, ImportError/FileNotFoundError as they come."""
     if backend == "extractive":
         return ExtractiveReasoner(), ""
-    prompt = load_prompt(system_prompt_file or None, describe_skills(skills))
+    config = openai or OpenAIConfig()
+    # The packaged prompt matches the reply format: constrained JSON, or the reference text grammar.
+    fmt = config.response_format if backend == "openai" else "none"
+    prompt = load_prompt(system_prompt_file or None, describe_skills(skills), default_prompt(fmt))
     if backend == "openai":
-        return OpenAIReasoner(openai or OpenAIConfig()), prompt
+        return OpenAIReasoner(config, skills=skills), prompt
     if backend == "vllm":
         from m3_control.vllm_reasoner import VLLMConfig, VLLMReasoner
 
-        config = openai or OpenAIConfig()
         return (
             VLLMReasoner(
                 VLLMConfig(

@@ -74,7 +74,18 @@ PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
     "timeout_s": (60.0, _float("seconds to wait for one model reply", 0.1, 3600.0)),
     "retries": (2, _int("model requests retried after a transport failure, then MODEL_UNREACHABLE", 0, 10)),
     "reasks": (2, _int("re-asks after a malformed reply or a rejected plan, then MODEL_ERROR", 0, 10)),
-    "system_prompt_file": ("", _text("system prompt file with {skills}; empty: the packaged prompts/system.txt")),
+    "response_format": (
+        "none",
+        _text("openai: reply constraint: json_schema (vLLM, llama-server), json_object (llama-cpp-python), none"),
+    ),
+    "stream": (True, _text("openai: stream replies, so a cancel also stops the server generating")),
+    "knowledge": ("reference", _text("openai: knowledge turns: reference (clips as JSON) or compact (small models)")),
+    "knowledge_limit": (8, _int("openai, compact knowledge: new memories shown per search", 1, 100)),
+    "prefetch": (0, _int("openai: searches before the model is first asked (0: it picks every query)", 0, 10)),
+    "system_prompt_file": (
+        "",
+        _text("prompt file with {skills}; empty: prompts/system_json.txt with a response_format, else system.txt"),
+    ),
     "skills_file": ("", _text("skill vocabulary YAML; empty: the installed config/skills.yaml")),
     "top_k": (2, _int("clips per search_clip (reference 2)", 1, 100)),
     "threshold": (0.5, _float("minimum clip score for search_clip, cosine (reference 0.5)", -1.0, 1.0)),
@@ -112,6 +123,11 @@ class ControlNode(Node):
             retries=p["retries"],
             reasks=p["reasks"],
             api_key=os.environ.get(p["api_key_env"], "") if p["api_key_env"] else "",
+            stream=p["stream"],
+            response_format=p["response_format"],
+            knowledge=p["knowledge"],
+            knowledge_limit=p["knowledge_limit"],
+            prefetch=p["prefetch"],
         )
         if reasoner is None:
             self.reasoner, self.system_prompt = make_reasoner(

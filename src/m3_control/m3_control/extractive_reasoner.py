@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from m3_control.loop import asks_for_id
 from m3_control.memory_client import ENTITY_ID_RE, Memory
+from m3_control.names import ANY_ID, NAME_PATTERNS, names_from, with_names
 from m3_control.reasoner import Answer, LoopState, Search
 from m3_control.skills import is_question
 
@@ -79,10 +80,6 @@ ANSWER_PLACE_RE = re.compile(
 NOT_PEOPLE = set("The A An I It Its This That These Those There Here He She They We You Yes No Equivalence".split())
 # Parameters of this back-end's searches (documented above; model back-ends keep the loop's).
 EXTRACTIVE_SEARCH = {"top_k": 3, "threshold": 0.3, "node_top_k": 30}
-NAME_PATTERNS = (
-    r"<?({id})>?(?:'s name is| is named| is called| introduced (?:himself|herself|themselves|themself) as| is) "
-    r"([A-Z][a-z]+)"
-)
 ID_QUESTION_RE = re.compile(
     r"^(?:what is the (?:character |entity |person |face |voice )?id of|what is|which character is)\s+"
     r"([A-Z][\w-]*)(?:'s (?:character |entity |person |face |voice )?id)?\s*\??$",
@@ -185,38 +182,7 @@ def person_names(instruction: str) -> list[str]:
     return [w for w in words[1:] if w[0].isupper() and w.lower() not in STOP]
 
 
-ANY_ID = r"(?:face|voice|person|character)_\d+"
-PERSON_HIT_RE = re.compile(rf"^<({ANY_ID})> is called ([A-Z][\w-]*); faces and voices: (.*)$")
-MEMBER_HIT_RE = re.compile(rf"^<({ANY_ID})> of <({ANY_ID})>(?: \(([A-Z][\w-]*)\))?")
-
-
-def names_from(evidence: list[Memory]) -> dict[str, str]:
-    """Entity id -> name, from memories such as "<face_1> is named Alice" and from the entities
-    search_node returns ("<person_2> is called Bob; faces and voices: face_3, voice_2")."""
-    names: dict[str, str] = {}
-    pattern = re.compile(NAME_PATTERNS.format(id=ANY_ID))
-    for memory in evidence:
-        hit = PERSON_HIT_RE.match(memory.text.strip())
-        if hit:
-            for entity in [hit.group(1), *re.findall(ANY_ID, hit.group(3))]:
-                names.setdefault(entity, hit.group(2))
-            continue
-        hit = MEMBER_HIT_RE.match(memory.text.strip())
-        if hit:
-            if hit.group(3):
-                names.setdefault(hit.group(1), hit.group(3))
-                names.setdefault(hit.group(2), hit.group(3))
-            continue
-        for match in pattern.finditer(memory.text):
-            names.setdefault(match.group(1), match.group(2))
-    return names
-
-
-def with_names(text: str, names: dict[str, str]) -> str:
-    return ENTITY_ID_RE.sub(lambda m: names.get(m.group(1) or m.group(2), m.group(0)), text)
-
-
-def _is_bookkeeping(memory: Memory) -> bool:
+def is_bookkeeping(memory: Memory) -> bool:
     """Memories that only say who is who or who was seen: they answer no question but an id lookup."""
     text = memory.text.strip()
     if memory.kind in ("face", "voice", "person"):
@@ -315,7 +281,7 @@ class ExtractiveReasoner:
 
     def ranked_scores(self, state: LoopState) -> list[Scored]:
         names = names_from(state.evidence)
-        candidates = [m for m in state.evidence if not _is_bookkeeping(m)]
+        candidates = [m for m in state.evidence if not is_bookkeeping(m)]
         scored = [self.score(state.instruction, m, names) for m in candidates]
         # A command needs to know where things are: among equals, prefer memories that name a place.
         command = not is_question(state.instruction)

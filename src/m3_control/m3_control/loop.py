@@ -17,15 +17,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from m3_control.memory_client import (
-    ENTITY_ID_RE,
-    Clip,
-    Memory,
-    MemoryClient,
-    MemoryQueryRejected,
-    MemoryUnavailable,
-    entity_name,
-)
+from m3_control.memory_client import ENTITY_ID_RE, Clip, Memory, MemoryClient, MemoryQueryRejected, MemoryUnavailable
+from m3_control.names import resolve_names
 from m3_control.reasoner import Answer, LoopState, Reasoner, ReasonerError, Search
 from m3_control.skills import Skill, SkillError, Step, validate_plan
 
@@ -112,28 +105,6 @@ def knowledge_message(clips: list[Clip], nodes: list[Memory]) -> str:
     return text
 
 
-def resolve_names(text: str, evidence: list[Memory], memory: MemoryClient) -> str:
-    """Replace entity ids in an answer by the names memory knows (GetEntity, or "<id> is named X" memories)."""
-    for entity_id in {m.group(1) or m.group(2) for m in ENTITY_ID_RE.finditer(text)}:
-        name = None
-        try:
-            name = entity_name(memory, entity_id)
-        except (MemoryUnavailable, MemoryQueryRejected):
-            name = None  # the answer keeps the id: still correct, only less readable
-        if not name:
-            pattern = re.compile(
-                rf"<?{re.escape(entity_id)}>?(?:'s name is| is named| is called| introduced \w+ as| is) ([A-Z][a-z]+)"
-            )
-            for memory_item in evidence:
-                found = pattern.search(memory_item.text)
-                if found:
-                    name = found.group(1)
-                    break
-        if name:
-            text = re.sub(rf"<{re.escape(entity_id)}>|\b{re.escape(entity_id)}\b", name, text)
-    return text
-
-
 def supporting_ids(answer: str, evidence: list[Memory], limit: int = 5) -> list[str]:
     """Memories sharing the most content words with the answer (used when the reasoner cites none)."""
     words = _content_words(answer)
@@ -174,12 +145,15 @@ def run_loop(
         return LoopResult(INVALID_GOAL, error_message=f"max_rounds {config.max_rounds} outside 1..20")
 
     conversation_id = uuid.uuid4().hex
-    state = LoopState(instruction=instruction, round=0, max_rounds=config.max_rounds)
+    stop = should_stop or (lambda: None)
+    state = LoopState(instruction=instruction, round=0, max_rounds=config.max_rounds, should_stop=stop)
+    # A back-end may word the knowledge turn and the last-round note for its model (openai: compact mode, JSON).
+    render_knowledge = getattr(reasoner, "knowledge_message", None)
+    last_round = getattr(reasoner, "last_round_note", LAST_ROUND)
     if system_prompt:
         state.messages.append({"role": "system", "content": system_prompt})
     state.messages.append({"role": "user", "content": f"Question: {instruction}"})
     result = LoopResult(NO_ANSWER, transcript=state.messages)
-    stop = should_stop or (lambda: None)
     memory_ms = 0.0
 
     def stopped() -> LoopResult | None:
@@ -197,9 +171,9 @@ def run_loop(
         state.round = round_index
         result.rounds_used = round_index
         if state.must_answer and state.messages[-1]["role"] == "user" and round_index > 1:
-            state.messages[-1]["content"] += "\n" + LAST_ROUND
+            state.messages[-1]["content"] += "\n" + last_round
         elif state.must_answer:
-            state.messages.append({"role": "user", "content": LAST_ROUND})
+            state.messages.append({"role": "user", "content": last_round})
         decision: Search | Answer | None = None
         plan: list[Step] = []
         for attempt in range(config.reasks + 1):
@@ -208,13 +182,13 @@ def run_loop(
                 decision = reasoner.decide(state)
             except ReasonerError as error:
                 result.code, result.error_message = error.code, str(error)
-                return result
+                return stopped() or result  # a stop mid-reply ends as CANCELED / PREEMPTED
             reasoner_ms += (time.perf_counter() - t0) * 1000
             if stopped():
                 return result
             state.feedback = ""
             if isinstance(decision, Search) and state.must_answer:
-                state.feedback = LAST_ROUND
+                state.feedback = last_round
             elif isinstance(decision, Answer):
                 try:
                     plan = validate_plan(list(decision.plan), skills, instruction)
@@ -276,7 +250,8 @@ def run_loop(
             _append_evidence(state, retrieved)
             hits = len(retrieved)
             if state.messages[-1]["role"] != "user":
-                state.messages.append({"role": "user", "content": knowledge_message(clips, nodes)})
+                text = render_knowledge(clips, nodes, state) if render_knowledge else knowledge_message(clips, nodes)
+                state.messages.append({"role": "user", "content": text})
         state.last_hits = hits
         result.timings_ms.append((time.perf_counter() - round_start) * 1000 - reasoner_ms - memory_ms)
         if on_round:

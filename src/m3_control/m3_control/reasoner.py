@@ -6,6 +6,7 @@ the memory calls, bookkeeping and safety checks, so a back-end never talks to me
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -53,6 +54,9 @@ class LoopState:
     queries: list[str] = field(default_factory=list)  # queries already sent
     last_hits: int = 0  # memories retrieved in the previous round
     feedback: str = ""  # loop's complaint about the previous reply (malformed, bad plan), to re-ask
+    # CANCELED / PREEMPTED when the goal must stop, else None: a back-end may poll it while a reply is in flight
+    should_stop: Callable[[], str | None] | None = None
+    shown: set[str] = field(default_factory=set)  # memory ids a back-end has already shown its model
 
     @property
     def must_answer(self) -> bool:

@@ -97,11 +97,15 @@ class ChatServer:
     """A local HTTP server speaking /v1/chat/completions with scripted replies.
 
     Each script entry is a reply text, or ("delay", seconds, text) to answer late, or ("status", code).
+    A request with "stream": true is answered as server-sent events, one chunk per word, `chunk_s`
+    apart (as a model writes); `stream_stopped` counts streams the client closed before the end.
     Requests (their JSON bodies) are recorded in `requests`.
     """
 
-    def __init__(self, script: list | None = None, responder=None) -> None:
+    def __init__(self, script: list | None = None, responder=None, chunk_s: float = 0.0) -> None:
         self.script = list(script or [])
+        self.chunk_s = chunk_s
+        self.stream_stopped = 0
         self.responder = responder  # optional: body -> script entry, instead of the script
         self.requests: list[dict] = []
         server = self
@@ -126,6 +130,9 @@ class ChatServer:
                 if isinstance(entry, tuple) and entry[0] == "delay":
                     time.sleep(entry[1])
                     entry = entry[2]
+                if body.get("stream"):
+                    self.stream(entry)
+                    return
                 reply = {
                     "id": "chatcmpl-test",
                     "object": "chat.completion",
@@ -143,6 +150,23 @@ class ChatServer:
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout test)
+
+            def stream(self, text: str) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                words = re.findall(r"\S+\s*", text) or [""]
+                chunks = [{"delta": {"role": "assistant", "content": ""}}]
+                chunks += [{"delta": {"content": w}} for w in words] + [{"delta": {}, "finish_reason": "stop"}]
+                try:
+                    for chunk in chunks:
+                        time.sleep(server.chunk_s)
+                        data = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "choices": [chunk]}
+                        self.wfile.write(f"data: {json.dumps(data)}\n\n".encode())
+                        self.wfile.flush()
+                    self.wfile.write(b": ping\n\ndata: [DONE]\n\n")
+                except (BrokenPipeError, ConnectionResetError):
+                    server.stream_stopped += 1  # the client closed the stream (cancel)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True

@@ -45,6 +45,13 @@ def make_memorizer(p: Mapping[str, Any]):
             api_key_env=p["openai_api_key_env"],
             timeout_s=p["openai_timeout_s"],
             max_retries=p["openai_max_retries"],
+            response_format=p["openai_response_format"],
+            keyframes=p["openai_keyframes"],
+            image_max_px=p["openai_image_max_px"],
+            verbatim=bool(p["openai_verbatim"]),
+            max_tokens=p["openai_max_tokens"],
+            equivalence_min_confidence=p["equivalence_min_confidence"],
+            equivalence_min_evidence=p["equivalence_min_evidence"],
         )
     raise ValueError(f"memorizer must be 'rules' or 'openai', got {p['memorizer']!r}")
 
@@ -71,3 +78,15 @@ def open_memory(p: Mapping[str, Any], embedder=None, memorizer=None) -> Memory:
     except BaseException:
         store.close()
         raise
+
+
+def keyframes_per_clip(p: Mapping[str, Any]) -> int:
+    """Frames each clip window keeps: the vision memorizer's keyframes, at least the stored one."""
+    return max(1, int(p["openai_keyframes"])) if p["memorizer"] == "openai" else 1
+
+
+def clip_ingester(p: Mapping[str, Any], memory: Memory, on_stored=None, log=None):
+    """The worker that memorizes and stores closed clips beside perception (m3_memory.ingest_worker)."""
+    from m3_memory.ingest_worker import ClipIngester
+
+    return ClipIngester(memory, p["memorize_backlog"], p["memorize_retry_max_s"], on_stored, log)

@@ -2,7 +2,9 @@
 
 A window closes when evidence stamped at or after its end (plus close_delay, for utterances that are
 published after they end) arrives, and on flush (shutdown). Late evidence, stamped before the open
-window, joins the open window rather than being lost. Windows without evidence are skipped.
+window, joins the open window rather than being lost. Windows without evidence are skipped. Each window keeps up to
+`keyframes` frames, the first frame of each equal slice of the window (a vision memorizer sees the
+scene through them; the first is stored with the clip).
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ class ClipWindows:
         first_index: int = 0,
         close_delay_s: float = 0.0,
         origin_ns: int | None = None,
+        keyframes: int = 1,
     ) -> None:
-        """origin_ns: stream time of window 0's start (a recording's start); None = first evidence."""
+        """origin_ns: stream time of window 0's start (a recording's start); None = first evidence.
+        keyframes: frames kept per window (at least 1, the stored keyframe)."""
         if clip_seconds <= 0:
             raise ValueError("clip_seconds must be > 0")
+        self.keyframes = max(1, int(keyframes))
         self.clip_ns = int(clip_seconds * NS)
         self.close_delay_ns = int(close_delay_s * NS)
         self.first_index = first_index
@@ -49,16 +54,27 @@ class ClipWindows:
             clip.matches.append(item)
         return closed
 
+    def _slot(self, clip: ClipEvidence, stamp_ns: int) -> int:
+        offset = min(max(0, stamp_ns - clip.start_ns), self.clip_ns - 1)
+        return offset * self.keyframes // self.clip_ns
+
+    def _slot_free(self, clip: ClipEvidence, stamp_ns: int) -> bool:
+        slot = self._slot(clip, stamp_ns)
+        return all(self._slot(clip, kept) != slot for kept, _ in clip.keyframes)
+
     def wants_keyframe(self, stamp_ns: int) -> bool:
         """Whether a frame at this stamp would become a keyframe (so callers decode only those)."""
         if self._open is None or stamp_ns >= self._open.end_ns + self.close_delay_ns:
             return True
-        return not self._open.keyframe_jpeg
+        return self._slot_free(self._open, stamp_ns)
 
     def add_keyframe(self, stamp_ns: int, jpeg: bytes) -> list[ClipEvidence]:
-        """Keep the first keyframe of each window."""
+        """Keep the first frame of each slice of the window; the first one kept is the clip's keyframe."""
         closed = self._advance(stamp_ns)
         clip = self._ensure_open()
+        if self._slot_free(clip, stamp_ns):
+            clip.keyframes.append((stamp_ns, jpeg))
+            clip.keyframes.sort(key=lambda frame: frame[0])
         if not clip.keyframe_jpeg:
             clip.keyframe_jpeg = jpeg
         return closed

@@ -32,6 +32,8 @@ from m3_memory.records import (
 from m3_memory.store import MemoryStore, blob_to_vector, vector_to_blob
 from m3_memory.tags import kind_of, seq_of, tags_in
 
+DEGRADED_PREFIX = "degraded_clip_"  # meta key of a clip a fallback memorizer wrote; its value says why
+
 
 @dataclass
 class GraphConfig:
@@ -66,6 +68,7 @@ class MemorizerOutput:
     drafts: list[MemoryDraft] = field(default_factory=list)
     names: list[tuple[str, str]] = field(default_factory=list)  # (entity id, name)
     equivalences: list[tuple[str, str, float, int]] = field(default_factory=list)  # (id1, id2, confidence, count)
+    degraded: str = ""  # why a fallback memorizer wrote this clip (kept in meta as degraded_clip_N), "" = normal
 
 
 def usable_embedding(values) -> np.ndarray | None:
@@ -468,6 +471,11 @@ class MemoryGraph:
             "episodic": [],
             "semantic": [],
         }
+        if output.degraded:
+            conn.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                (f"{DEGRADED_PREFIX}{clip.clip_index}", output.degraded),
+            )
         for perception_id in new_entities:
             created = self._create_entity(conn, kind_of(perception_id), clip.clip_index)
             if mapped.get(perception_id, created) != created:

@@ -25,7 +25,10 @@ class Memorizer(Protocol):
 
     name: str
 
-    def memorize(self, clip: ClipEvidence, ids: dict[str, str], person_of) -> MemorizerOutput: ...
+    def memorize(self, clip: ClipEvidence, ids: dict[str, str], person_of, name_of) -> MemorizerOutput:
+        """ids: perception id -> memory id; person_of(memory id): stored person or None; name_of(memory
+        id): the learnt name of its person or ""."""
+        ...
 
 
 class Memory:
@@ -86,8 +89,10 @@ class Memory:
             vectors = self.embedder.embed_batch(texts)
         return self.graph.add_episodic_bulk(clips, vectors)
 
-    def ingest(self, clip: ClipEvidence) -> ClipRecord | None:
-        """Memorise one clip; returns the stored clip (None when it held no evidence)."""
+    def ingest(self, clip: ClipEvidence, memorizer: Memorizer | None = None, degraded: str = "") -> ClipRecord | None:
+        """Memorise one clip; returns the stored clip (None when it held no evidence).
+
+        memorizer: another one for this clip (a fallback); degraded: why, recorded with the clip."""
         if clip.is_empty():
             return None
         graph = self.graph
@@ -119,7 +124,13 @@ class Memory:
                     if pid not in ids and pid in graph.session_map:
                         ids[pid] = graph.session_map[pid]
             created = set(mapped[p] for p in new)
-            output = self.memorizer.memorize(clip, ids, lambda e: None if e in created else graph.person_of(e))
+            output = (memorizer or self.memorizer).memorize(
+                clip,
+                ids,
+                lambda e: None if e in created else graph.person_of(e),
+                lambda e: "" if e in created else graph.display_name(e),
+            )
+            output.degraded = degraded
             vectors = (
                 self.embedder.embed([d.text for d in output.drafts])
                 if output.drafts

@@ -12,7 +12,6 @@ import traceback
 
 import rclpy
 from builtin_interfaces.msg import Time
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
@@ -21,10 +20,12 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from m3_interfaces.msg import ClipMemory, Entity, EntityMatch, FaceTracks, MemoryItem, VoiceSegment
 from m3_interfaces.srv import GetEntity, GetStats, SearchClip, SearchNode
 from m3_memory import errors
-from m3_memory.assembly import make_memorizer, memory_dir, open_memory
+from m3_memory.assembly import clip_ingester, keyframes_per_clip, make_memorizer, memory_dir, open_memory
 from m3_memory.clip_window import ClipWindows
 from m3_memory.errors import MemoryApiError, ModelMissingError, StoreError
+from m3_memory.ingest_worker import ClipIngester
 from m3_memory.memory import Memory
+from m3_memory.node_parameters import PARAMETERS
 from m3_memory.query_encoders import QueryEncoders
 from m3_memory.records import ClipRecord, FaceEvidence, MatchEvidence, TextNode, VoiceEvidence
 from m3_memory.search import SearchHit
@@ -42,64 +43,6 @@ def to_time(ns: int) -> Time:
     return Time(sec=int(ns // NS), nanosec=int(ns % NS))
 
 
-def _float(description: str, low: float, high: float) -> ParameterDescriptor:
-    return ParameterDescriptor(
-        description=description, floating_point_range=[FloatingPointRange(from_value=low, to_value=high, step=0.0)]
-    )
-
-
-def _int(description: str, low: int, high: int) -> ParameterDescriptor:
-    return ParameterDescriptor(
-        description=description, integer_range=[IntegerRange(from_value=low, to_value=high, step=1)]
-    )
-
-
-def _text(description: str) -> ParameterDescriptor:
-    return ParameterDescriptor(description=description)
-
-
-PARAMETERS = {
-    "memory_dir": ("~/.m3/memory", _text("memory directory (SQLite store + schema.json); ~ is expanded")),
-    "clip_seconds": (30.0, _float("length of a clip window on the stream clock [s]", 1.0, 3600.0)),
-    "clip_close_delay": (2.0, _float("wait this long past a window's end for late utterances [s]", 0.0, 60.0)),
-    "memorizer": ("rules", _text("memorizer back-end: 'rules' (offline, deterministic) or 'openai'")),
-    "openai_endpoint": ("", _text("OpenAI-compatible base URL for memorizer 'openai', e.g. http://localhost:8000/v1")),
-    "openai_model": ("", _text("model name for memorizer 'openai'")),
-    "openai_prompt_file": ("", _text("prompt file for memorizer 'openai' (empty = the packaged prompt)")),
-    "openai_api_key_env": ("OPENAI_API_KEY", _text("environment variable holding the API key (unset: none sent)")),
-    "openai_timeout_s": (60.0, _float("timeout of one memorizer request [s]", 1.0, 3600.0)),
-    "openai_max_retries": (3, _int("attempts per clip before the memorizer gives up", 1, 20)),
-    "text_model_path": ("", _text("sentence-transformers model dir (empty = packaged all-MiniLM-L6-v2)")),
-    "text_runtime": ("onnxruntime", _text("text embedder runtime: 'onnxruntime' (its ONNX export) or 'torch'")),
-    "text_onnx_cache_dir": ("", _text("where the text model's ONNX export is kept (empty = ~/.cache/m3-agent/models)")),
-    "text_threads": (0, _int("intra-op threads of the text embedder (0 = the runtime's default)", 0, 256)),
-    "reinforce_threshold": (
-        0.85,
-        _float("cosine above which a semantic memory reinforces one about the same entities", -1.0, 1.0),
-    ),
-    "weaken_threshold": (
-        0.0,
-        _float("cosine below which a semantic memory weakens one about the same entities", -1.0, 1.0),
-    ),
-    "face_match_threshold": (
-        0.93,
-        _float("cosine for a new perception face id to join a stored face entity", -1.0, 1.0),
-    ),
-    "voice_match_threshold": (
-        0.85,
-        _float("cosine for a new perception voice id to join a stored voice entity", -1.0, 1.0),
-    ),
-    "equivalence_min_confidence": (0.5, _float("EntityMatch confidence needed to unite two persons", 0.0, 1.0)),
-    "equivalence_min_evidence": (1, _int("EntityMatch evidence_count needed to unite two persons", 1, 1000000)),
-    "max_query_chars": (1000, _int("longest accepted text query [chars]", 1, 100000)),
-    "default_top_k": (10, _int("search_node top_k used by the plain API when none is given", 1, 100)),
-    "keyframe_topic": (
-        "",
-        _text("camera topic (sensor_msgs/Image) whose first frame per clip is kept as a JPEG; empty = off"),
-    ),
-}
-
-
 class MemoryNode(Node):
     """Thin adapter around m3_memory.memory.Memory."""
 
@@ -113,6 +56,7 @@ class MemoryNode(Node):
         self.memory: Memory | None = None
         self.store_error = ""
         self.encoders = QueryEncoders()
+        self.clips_stored = 0
         self._ingest_lock = threading.Lock()
         memorizer = make_memorizer(p)  # a bad memorizer setting fails start-up
         try:
@@ -122,7 +66,15 @@ class MemoryNode(Node):
             self.store_error = f"memory store {self.memory_dir} unavailable: {error}"
             self.get_logger().error(self.store_error)
         first_index = self.memory.next_clip_index if self.memory else 0
-        self.windows = ClipWindows(p["clip_seconds"], first_index, p["clip_close_delay"])
+        self.windows = ClipWindows(
+            p["clip_seconds"], first_index, p["clip_close_delay"], keyframes=keyframes_per_clip(p)
+        )
+        if p["memorizer"] == "openai" and p["openai_keyframes"] > 0 and not p["keyframe_topic"]:
+            self.get_logger().warning("openai_keyframes > 0 but keyframe_topic is empty: the model gets no frames")
+        self.drain_s = float(p["memorize_drain_s"])
+        self.ingester: ClipIngester | None = (
+            clip_ingester(p, self.memory, self._published, self._log) if self.memory is not None else None
+        )
 
         evidence_qos = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST, depth=100)
         ingest_group = MutuallyExclusiveCallbackGroup()
@@ -159,7 +111,6 @@ class MemoryNode(Node):
             self.create_service(
                 srv_type, f"/m3/memory/{name}", callback, qos_profile=service_qos, callback_group=service_group
             )
-        self.clips_stored = 0
         self.create_timer(1.0, self._on_tick, callback_group=ingest_group)
         self.get_logger().info(
             f"memory_node: store {self.memory_dir}, memorizer {p['memorizer']}, clips of {p['clip_seconds']} s"
@@ -243,24 +194,26 @@ class MemoryNode(Node):
             self._store(self.windows.add(item))
 
     def _store(self, clips) -> None:
+        """Hand closed clips to the memorizer worker (blocks only while its backlog is full)."""
         for clip in clips:
-            if self.memory is None:
+            if self.ingester is None:
                 self.get_logger().error(f"clip {clip.clip_index} not stored: {self.store_error}")
                 continue
-            try:
-                record = self.memory.ingest(clip)
-            except Exception as error:  # noqa: BLE001 - keep the node alive; the failure is logged in full
-                self.get_logger().error(f"clip {clip.clip_index} not stored: {error}\n{traceback.format_exc()}")
-                continue
-            if record is not None:
-                self.clips_stored += 1
-                try:
-                    self.clip_pub.publish(self.clip_msg(record))
-                except Exception as error:  # noqa: BLE001 - at shutdown the context may be gone; the clip is stored
-                    self.get_logger().warning(f"clip {record.clip_index} stored but not published: {error}")
-                self.get_logger().info(
-                    f"stored clip {record.clip_index}: {len(record.episodic)} episodic, {len(record.semantic)} semantic"
-                )
+            self.ingester.submit(clip)
+
+    def _log(self, level: str, message: str) -> None:
+        getattr(self.get_logger(), level)(message)
+
+    def _published(self, record: ClipRecord) -> None:
+        """Runs on the worker thread once a clip is stored."""
+        self.clips_stored += 1
+        try:
+            self.clip_pub.publish(self.clip_msg(record))
+        except Exception as error:  # noqa: BLE001 - at shutdown the context may be gone; the clip is stored
+            self.get_logger().warning(f"clip {record.clip_index} stored but not published: {error}")
+        self.get_logger().info(
+            f"stored clip {record.clip_index}: {len(record.episodic)} episodic, {len(record.semantic)} semantic"
+        )
 
     def _on_tick(self) -> None:
         """Close a window when the node's clock (sim time when replaying) has passed its end. Only when
@@ -273,13 +226,19 @@ class MemoryNode(Node):
                 self._store(self.windows.tick(now))
 
     def flush(self) -> None:
-        """Store the open clip (shutdown, or a caller that knows the stream ended)."""
+        """Store the open clip and wait for the backlog (up to memorize_drain_s): a caller that knows
+        the stream ended, or shutdown."""
         with self._ingest_lock:
             self._store(self.windows.flush())
+        if self.ingester is not None:
+            self.ingester.wait_idle(self.drain_s)
 
     def destroy_node(self) -> None:
         try:
-            self.flush()
+            with self._ingest_lock:
+                self._store(self.windows.flush())
+            if self.ingester is not None:
+                self.ingester.close(self.drain_s)
         finally:
             if self.memory is not None:
                 self.memory.close()

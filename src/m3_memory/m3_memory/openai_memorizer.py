@@ -1,33 +1,64 @@
-"""The `openai` memorizer: any OpenAI-compatible chat endpoint (vLLM serving M3-Agent-Memorization,
-Qwen2.5-Omni, or a hosted model) turns a clip's evidence into episodic and semantic memories.
+"""The `openai` memorizer: any OpenAI-compatible chat endpoint (llama.cpp's server with a small
+local model, vLLM serving M3-Agent-Memorization or Qwen2.5-Omni, a hosted model) turns a clip's
+evidence into names, semantic facts and episodic events.
 
-The prompt is a file the user can replace. Replies are parsed robustly (code fences, text around
-the JSON object) and retried a bounded number of times; an endpoint that stays down or keeps
-replying nonsense raises MemorizerError (the clip is then reported as not stored, never faked).
+- What the model sees is built by clip_prompt: compact text, plus keyframes and face crops for a
+  vision model (`keyframes` > 0). The system prompt is a file the user can replace.
+- The reply is constrained by `response_format` (a JSON schema whose labels are this clip's), so a
+  constrained decoder always returns the expected shape; it is parsed leniently anyway (servers
+  without constraints, code fences, prose around the object).
+- Names come from the model as (label, name) items; one is kept only if its label is in the clip
+  and the name was said in the clip (a small model copies names from its prompt's examples).
+- With `verbatim` (default) who was seen, every utterance and perception's equivalences are stored
+  as they are (as the rules memorizer does) and the model writes only what needs understanding:
+  a short reply is what makes a small model on 2 cores keep up with the stream.
+- Failures are typed: MemorizerUnavailable (server down, overloaded, timing out: worth waiting
+  for) and MemorizerError (it answered, but unusably after the retries). The caller decides; the
+  ingest worker waits for the first and stores the second marked as degraded.
 """
 
 from __future__ import annotations
 
-import base64
+import http.client
 import json
+import logging
 import os
 import re
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from m3_memory import clip_prompt
+from m3_memory.clip_prompt import ClipView, add_images, describe, reply_schema
 from m3_memory.graph import MemorizerOutput
 from m3_memory.records import KIND_EPISODIC, KIND_SEMANTIC, ClipEvidence, MemoryDraft
+from m3_memory.rules_memorizer import RulesMemorizer
+from m3_memory.tags import tags_in
 
 DEFAULT_PROMPT = Path(__file__).with_name("prompts") / "memorize.txt"
-NS = 1_000_000_000
 _EQUIVALENCE = re.compile(r"^\s*equivalence:\s*<((?:face|voice)_\d+)>\s*,\s*<((?:face|voice)_\d+)>", re.IGNORECASE)
-_NAMED = re.compile(r"^\s*<((?:face|voice|person)_\d+)> is called ([A-Z][\w'-]+)\.?\s*$")
+_NAMED = re.compile(r"^\s*<((?:face|voice)_\d+)> is called ([A-Z][\w'-]+)\.?\s*$")
+_RETRY_LATER = {408, 425, 429, 500, 502, 503, 504}  # HTTP statuses of a server that may recover
+log = logging.getLogger(__name__)
 
 
 class MemorizerError(RuntimeError):
-    """The model back-end could not produce memories for a clip (unreachable or unusable replies)."""
+    """The model answered, but no usable memories came out of it for this clip."""
+
+
+class MemorizerUnavailable(MemorizerError):
+    """The endpoint could not be reached or did not answer in time (worth retrying later)."""
+
+
+@dataclass
+class ModelReply:
+    """A parsed reply: names as (label id without brackets, name), facts and events as text."""
+
+    names: list[tuple[str, str]] = field(default_factory=list)
+    semantic: list[str] = field(default_factory=list)
+    episodic: list[str] = field(default_factory=list)
 
 
 def extract_json_object(text: str) -> dict | None:
@@ -44,26 +75,48 @@ def extract_json_object(text: str) -> dict | None:
     return None
 
 
-def parse_memories(reply: str) -> tuple[list[str], list[str]] | None:
-    """(episodic, semantic) lists of strings from a reply, or None when it is unusable."""
+def _strings(value) -> list[str] | None:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        return None
+    return [str(v).strip() for v in value if isinstance(v, (str, int, float)) and str(v).strip()]
+
+
+def parse_reply(reply: str) -> ModelReply | None:
+    """The reply's names, semantic and episodic lists (missing ones are empty); None when it is not
+    a JSON object of that shape. Names may also come the reference model's way, as semantic lines
+    "<voice_2> is called NAME."."""
     data = extract_json_object(reply)
     if data is None:
         return None
-    lists = []
-    for key in ("episodic", "semantic"):
-        value = data.get(key, [])
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, list):
-            return None
-        lists.append([str(v).strip() for v in value if isinstance(v, (str, int, float)) and str(v).strip()])
-    if not lists[0] and not lists[1]:
+    semantic, episodic = _strings(data.get("semantic", [])), _strings(data.get("episodic", []))
+    names_value = data.get("names", [])
+    if semantic is None or episodic is None or not isinstance(names_value, list):
         return None
-    return lists[0], lists[1]
+    names = []
+    for item in names_value:
+        if isinstance(item, dict) and isinstance(item.get("label"), str) and isinstance(item.get("name"), str):
+            names.append((item["label"].strip().strip("<>"), item["name"].strip()))
+    names += [(m.group(1), m.group(2)) for text in semantic if (m := _NAMED.match(text))]
+    return ModelReply(names, semantic, episodic)
+
+
+def said_name(name: str, transcripts: list[str]) -> str | None:
+    """The name as it should be stored, if every word of it was said in the clip; else None."""
+    words = name.split()
+    if not 1 <= len(words) <= 3 or any(not re.fullmatch(r"[^\W\d_][\w'-]*", w) for w in words):
+        return None
+    spoken = " ".join(transcripts)
+    if not all(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", spoken, re.IGNORECASE) for w in words):
+        return None
+    if not (name.islower() or name.isupper()):
+        return " ".join(words)  # the model's own capitalisation ("Rosa del Mar")
+    return " ".join(w[0].upper() + w[1:].lower() for w in words)
 
 
 class OpenAIMemorizer:
-    """Chat-completions client; one request per clip (plus bounded retries)."""
+    """Chat-completions client; one request per clip with speech or images (plus bounded retries)."""
 
     name = "openai"
 
@@ -75,7 +128,13 @@ class OpenAIMemorizer:
         api_key_env: str = "OPENAI_API_KEY",
         timeout_s: float = 60.0,
         max_retries: int = 3,
-        send_crops: bool = True,
+        response_format: str = "json_object",
+        keyframes: int = 0,
+        image_max_px: int = 512,
+        verbatim: bool = True,
+        max_tokens: int = 512,
+        equivalence_min_confidence: float = 0.5,
+        equivalence_min_evidence: int = 1,
     ) -> None:
         if not endpoint:
             raise ValueError("memorizer 'openai' needs openai_endpoint (e.g. http://localhost:8000/v1)")
@@ -84,89 +143,139 @@ class OpenAIMemorizer:
         path = Path(prompt_file) if prompt_file else DEFAULT_PROMPT
         if not path.is_file():
             raise ValueError(f"memorizer prompt file not found: {path}")
+        clip_prompt.response_format(response_format, {})  # an unknown form fails at start-up
+        self.response_format = response_format
         self.url = endpoint.rstrip("/") + "/chat/completions"
         self.model = model
         self.prompt = path.read_text(encoding="utf-8")
         self.api_key = os.environ.get(api_key_env, "") if api_key_env else ""
         self.timeout_s = timeout_s
         self.max_retries = max(1, int(max_retries))
-        self.send_crops = send_crops
+        self.keyframes = max(0, int(keyframes))
+        self.image_max_px = image_max_px
+        self.verbatim = verbatim
+        self.max_tokens = max_tokens
+        self.min_confidence = equivalence_min_confidence
+        self.min_evidence = equivalence_min_evidence
+        self.recorder = RulesMemorizer(equivalence_min_confidence, equivalence_min_evidence, understand=False)
+        self.calls = 0
+        self.call_seconds = 0.0
+        self.tokens = {"prompt": 0, "completion": 0}
 
-    def describe(self, clip: ClipEvidence, ids: dict[str, str]) -> list[dict]:
-        """The user message content: evidence as text, then labelled face crops."""
-        t0 = clip.start_ns
-        lines = [
-            f"Clip {clip.clip_index}, {(clip.end_ns - clip.start_ns) / NS:.0f} s long. Times are seconds into the clip."
-        ]
-        seen: dict[str, list[float]] = {}
-        crops: dict[str, bytes] = {}
-        for face in sorted(clip.faces, key=lambda f: f.stamp_ns):
-            span = seen.setdefault(ids[face.face_id], [(face.stamp_ns - t0) / NS] * 2)
-            span[1] = (face.stamp_ns - t0) / NS
-            if face.crop_jpeg and ids[face.face_id] not in crops:
-                crops[ids[face.face_id]] = face.crop_jpeg
-        lines += [f"<{face_id}> visible from {a:.1f} to {b:.1f}" for face_id, (a, b) in seen.items()]
-        for voice in sorted(clip.voices, key=lambda v: v.start_ns):
-            text = voice.transcript.strip() or "(unintelligible)"
-            start, end = (voice.start_ns - t0) / NS, (voice.end_ns - t0) / NS
-            lines.append(f'<{ids[voice.voice_id]}> from {start:.1f} to {end:.1f}: "{text}"')
+    def memorize(self, clip: ClipEvidence, ids: dict[str, str], person_of, name_of=None) -> MemorizerOutput:
+        """The clip's memories; raises MemorizerUnavailable / MemorizerError (nothing is made up)."""
+        view = describe(clip, ids, person_of, name_of or (lambda e: ""), self.min_confidence, self.min_evidence)
+        add_images(view, clip, ids, self.keyframes, self.image_max_px)
+        out = self.recorder.memorize(clip, ids, person_of) if self.verbatim else self._matches(clip, ids)
+        if not view.transcripts and not view.images and self.verbatim:
+            return out  # nothing said, nothing shown: the verbatim record is all there is to keep
+        reply = self._ask(view, clip.clip_index)
+        self._merge(out, reply, view, clip)
+        return out
+
+    def _matches(self, clip: ClipEvidence, ids: dict[str, str]) -> MemorizerOutput:
+        """Perception's face-voice evidence unites persons whatever the model says."""
+        out = MemorizerOutput()
         for match in clip.matches:
             if match.id1 in ids and match.id2 in ids:
-                lines.append(
-                    f"<{ids[match.id1]}> and <{ids[match.id2]}> co-occur (confidence {match.confidence:.2f}, "
-                    f"{match.evidence_count} observations)"
-                )
-        content: list[dict] = [{"type": "text", "text": "\n".join(lines)}]
-        if self.send_crops:
-            for face_id, jpeg in crops.items():
-                content.append({"type": "text", "text": f"<{face_id}>:"})
-                url = "data:image/jpeg;base64," + base64.b64encode(jpeg).decode("ascii")
-                content.append({"type": "image_url", "image_url": {"url": url}})
-        return content
+                out.equivalences.append((ids[match.id1], ids[match.id2], match.confidence, match.evidence_count))
+        return out
 
-    def _post(self, messages: list[dict]) -> str:
-        body = json.dumps({"model": self.model, "messages": messages, "temperature": 0.0}).encode("utf-8")
+    def request_body(self, view: ClipView, temperature: float = 0.0) -> dict:
+        """The chat-completions request for one clip (the schema's label enum is the clip's labels)."""
+        body: dict = {
+            "model": self.model,
+            "messages": [{"role": "system", "content": self.prompt}, {"role": "user", "content": view.content()}],
+            "temperature": temperature,
+            "max_tokens": self.max_tokens,
+        }
+        max_episodic = 4 if view.images else 2
+        form = clip_prompt.response_format(self.response_format, reply_schema(view.labels, max_episodic=max_episodic))
+        if form is not None:
+            body["response_format"] = form
+        return body
+
+    def _ask(self, view: ClipView, clip_index: int) -> ModelReply:
+        problems: list[str] = []
+        answered = False
+        for attempt in range(self.max_retries):
+            # A retry after an unusable reply samples a little, so it does not repeat the same reply.
+            body = self.request_body(view, temperature=0.0 if not answered else 0.5)
+            try:
+                text = self._post(body)
+            except urllib.error.HTTPError as error:
+                problems.append(f"attempt {attempt + 1}: HTTP {error.code}: {_error_text(error)}")
+                if error.code not in _RETRY_LATER:
+                    raise MemorizerError(self._failure(clip_index, problems)) from error
+                self._pause(attempt)
+                continue
+            except (urllib.error.URLError, TimeoutError, OSError, http.client.HTTPException, ValueError) as error:
+                problems.append(f"attempt {attempt + 1}: {type(error).__name__}: {error}")
+                self._pause(attempt)
+                continue
+            answered = True
+            parsed = parse_reply(text)
+            if parsed is not None:
+                return parsed
+            problems.append(f"attempt {attempt + 1}: reply is not the JSON object asked for: {text[:200]!r}")
+        failure = self._failure(clip_index, problems)
+        raise MemorizerError(failure) if answered else MemorizerUnavailable(failure)
+
+    def _pause(self, attempt: int) -> None:
+        """A short backoff between attempts (none after the last: the caller waits its own way)."""
+        if attempt + 1 < self.max_retries:
+            time.sleep(min(0.5 * 2**attempt, 4.0))
+
+    def _failure(self, clip_index: int, problems: list[str]) -> str:
+        return f"memorizer endpoint {self.url} failed for clip {clip_index}: " + "; ".join(problems)
+
+    def _post(self, body: dict) -> str:
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+        data = json.dumps(body).encode("utf-8")
+        request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+        started = time.perf_counter()
         with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-            data = json.loads(response.read().decode("utf-8"))
-        return str(data["choices"][0]["message"]["content"] or "")
+            reply = json.loads(response.read().decode("utf-8"))
+        self.calls += 1
+        self.call_seconds += time.perf_counter() - started
+        usage = reply.get("usage") or {}
+        self.tokens["prompt"] += int(usage.get("prompt_tokens") or 0)
+        self.tokens["completion"] += int(usage.get("completion_tokens") or 0)
+        try:
+            return str(reply["choices"][0]["message"]["content"] or "")
+        except (KeyError, IndexError, TypeError) as error:
+            raise ValueError(f"no choices[0].message.content in the reply: {str(reply)[:200]}") from error
 
-    def memorize(self, clip: ClipEvidence, ids: dict[str, str], person_of) -> MemorizerOutput:
-        messages = [{"role": "system", "content": self.prompt}, {"role": "user", "content": self.describe(clip, ids)}]
-        problems: list[str] = []
-        for attempt in range(self.max_retries):
-            try:
-                reply = self._post(messages)
-            except (urllib.error.URLError, TimeoutError, OSError, KeyError, IndexError, ValueError) as error:
-                problems.append(f"attempt {attempt + 1}: {type(error).__name__}: {error}")
-                time.sleep(min(0.2 * 2**attempt, 2.0))
+    def _merge(self, out: MemorizerOutput, reply: ModelReply, view: ClipView, clip: ClipEvidence) -> None:
+        """Checked model conclusions into out: names of labels in the clip that were said, texts whose
+        tags are the clip's labels; the rest is dropped (and logged)."""
+        labels = {label.strip("<>") for label in view.labels}
+        texts = {d.text for d in out.drafts}
+        named: set[str] = set()
+        for label, raw in reply.names:
+            name = said_name(raw, view.transcripts)
+            if label not in labels or name is None or label in named:
+                log.info("clip %d: name %r for <%s> dropped: not said, or not a label", clip.clip_index, raw, label)
                 continue
-            parsed = parse_memories(reply)
-            if parsed is not None:
-                return self._output(clip, ids, *parsed)
-            problems.append(f"attempt {attempt + 1}: reply is not the JSON object asked for: {reply[:200]!r}")
-            messages = [
-                *messages,
-                {"role": "assistant", "content": reply},
-                {"role": "user", "content": 'Reply with only the JSON object {"episodic": [...], "semantic": [...]}.'},
-            ]
-        raise MemorizerError(f"memorizer endpoint {self.url} failed for clip {clip.clip_index}: " + "; ".join(problems))
+            named.add(label)
+            out.names.append((label, name))
+            reply.semantic.append(f"<{label}> is called {name}.")
+        for kind, lines in ((KIND_SEMANTIC, reply.semantic), (KIND_EPISODIC, reply.episodic)):
+            for text in lines:
+                if text in texts or not set(tags_in(text)) <= labels:
+                    continue
+                if kind == KIND_SEMANTIC and (m := _EQUIVALENCE.match(text)):
+                    if self.verbatim:
+                        continue  # equivalences come from perception's evidence, recorded already
+                    out.equivalences.append((m.group(1), m.group(2), 1.0, 1))
+                texts.add(text)
+                out.drafts.append(MemoryDraft(kind, text, clip.start_ns, clip.end_ns))
 
-    @staticmethod
-    def _output(clip: ClipEvidence, ids: dict[str, str], episodic: list[str], semantic: list[str]) -> MemorizerOutput:
-        out = MemorizerOutput()
-        out.drafts += [MemoryDraft(KIND_EPISODIC, text, clip.start_ns, clip.end_ns) for text in episodic]
-        out.drafts += [MemoryDraft(KIND_SEMANTIC, text, clip.start_ns, clip.end_ns) for text in semantic]
-        known = set(ids.values())
-        for match in clip.matches:  # perception's evidence unites persons whatever the model says
-            if match.id1 in ids and match.id2 in ids:
-                out.equivalences.append((ids[match.id1], ids[match.id2], match.confidence, match.evidence_count))
-        for text in semantic:
-            if (m := _EQUIVALENCE.match(text)) and {m.group(1), m.group(2)} <= known:
-                out.equivalences.append((m.group(1), m.group(2), 1.0, 1))
-            if (m := _NAMED.match(text)) and m.group(1) in known:
-                out.names.append((m.group(1), m.group(2)))
-        return out
+
+def _error_text(error: urllib.error.HTTPError) -> str:
+    try:
+        return error.read().decode("utf-8", "replace")[:300]
+    except OSError:
+        return str(error)

@@ -74,7 +74,8 @@ class ClipEvidence:
     faces: list[FaceEvidence] = field(default_factory=list)
     voices: list[VoiceEvidence] = field(default_factory=list)
     matches: list[MatchEvidence] = field(default_factory=list)
-    keyframe_jpeg: bytes = b""
+    keyframe_jpeg: bytes = b""  # the clip's first frame, stored with it
+    keyframes: list[tuple[int, bytes]] = field(default_factory=list)  # (stamp_ns, JPEG) spread over the clip
 
     def is_empty(self) -> bool:
         return not (self.faces or self.voices or self.matches)

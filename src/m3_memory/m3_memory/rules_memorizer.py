@@ -153,13 +153,19 @@ class RulesMemorizer:
 
     name = "rules"
 
-    def __init__(self, equivalence_min_confidence: float = 0.5, equivalence_min_evidence: int = 1) -> None:
+    def __init__(
+        self, equivalence_min_confidence: float = 0.5, equivalence_min_evidence: int = 1, understand: bool = True
+    ) -> None:
+        """understand=False keeps only the record of the evidence (who was seen, who said what,
+        equivalences): the openai memorizer stores that verbatim and leaves names and facts to its model."""
         self.min_confidence = equivalence_min_confidence
         self.min_evidence = equivalence_min_evidence
+        self.understand = understand
 
-    def memorize(self, clip: ClipEvidence, ids: dict[str, str], person_of) -> MemorizerOutput:
+    def memorize(self, clip: ClipEvidence, ids: dict[str, str], person_of, name_of=None) -> MemorizerOutput:
         """ids maps every perception id of the clip (and of its matches) to memory ids; person_of
-        gives the stored person of a memory id (None for entities created by this clip)."""
+        gives the stored person of a memory id (None for entities created by this clip); name_of
+        (a known person's name) is not used by these rules."""
         out = MemorizerOutput()
         first_seen: dict[str, list[int]] = {}
         for face in sorted(clip.faces, key=lambda f: (f.stamp_ns, f.face_id)):
@@ -200,6 +206,8 @@ class RulesMemorizer:
             tag = ids[voice.voice_id]
             text = voice.transcript.strip()
             out.drafts.append(MemoryDraft(KIND_EPISODIC, f'<{tag}> says: "{text}"', voice.start_ns, voice.end_ns))
+            if not self.understand:
+                continue
             own, others = names_in(text)
             for name in own[:1]:
                 out.names.append((tag, name))
@@ -215,6 +223,8 @@ class RulesMemorizer:
                 )
             for fact in self_facts(text, f"<{tag}>"):
                 out.drafts.append(MemoryDraft(KIND_SEMANTIC, fact, voice.start_ns, voice.end_ns))
+        if not self.understand:
+            return out
         # Turn taking: a name called out with a question or request names whoever answers next.
         for (tag, text, _, end), (next_tag, _, next_start, next_end) in itertools.pairwise(turns):
             if human(next_tag) == human(tag) or next_start - end > TURN_GAP_NS:

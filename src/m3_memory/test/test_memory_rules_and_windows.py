@@ -204,3 +204,14 @@ def test_self_introduction_inside_a_longer_utterance_names_the_speaker():
     out = RulesMemorizer().memorize(clip, ids, lambda e: None)
     assert ("voice_2", "Eli") in out.names
     assert "<voice_2> is called Eli." in [d.text for d in out.drafts]
+
+
+def test_clip_windows_keep_keyframes_spread_over_the_clip():
+    windows = ClipWindows(clip_seconds=30, keyframes=3)
+    for t in range(0, 30, 5):
+        if windows.wants_keyframe(t * S):
+            windows.add_keyframe(t * S, f"frame {t}".encode())
+    windows.add(face("face_1", 6.0))
+    (closed,) = windows.flush()
+    assert [jpeg for _, jpeg in closed.keyframes] == [b"frame 0", b"frame 10", b"frame 20"]
+    assert closed.keyframe_jpeg == b"frame 0"  # the one stored with the clip

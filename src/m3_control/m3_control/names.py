@@ -1,0 +1,78 @@
+"""Names for entity ids: what memory says about who is who, used by every back-end.
+
+Why one module: the extractive reasoner ranks memories with ids rendered as names, the model
+back-ends show the model memories with names instead of ids, and the loop replaces any id left in
+an answer by the person's name. All of them read names the same way: from memories such as
+"<face_1> is named Alice", from the entities search_node returns ("<person_2> is called Bob; faces
+and voices: face_3, voice_2"), and from memory's get_entity (MemoryClient.entity_name).
+"""
+
+from __future__ import annotations
+
+import re
+
+from m3_control.memory_client import (
+    ENTITY_ID_RE,
+    Memory,
+    MemoryClient,
+    MemoryQueryRejected,
+    MemoryUnavailable,
+    entity_name,
+)
+
+ANY_ID = r"(?:face|voice|person|character)_\d+"
+NAME_PATTERNS = (
+    r"<?({id})>?(?:'s name is| is named| is called| introduced (?:himself|herself|themselves|themself) as| is) "
+    r"([A-Z][a-z]+)"
+)
+NAME_RE = re.compile(NAME_PATTERNS.format(id=ANY_ID))
+PERSON_HIT_RE = re.compile(rf"^<({ANY_ID})> is called ([A-Z][\w-]*); faces and voices: (.*)$")
+MEMBER_HIT_RE = re.compile(rf"^<({ANY_ID})> of <({ANY_ID})>(?: \(([A-Z][\w-]*)\))?")
+# In answers a model may also write an id without its brackets ("person_3").
+ANSWER_ID_RE = re.compile(rf"<({ANY_ID})>|\b({ANY_ID})\b")
+
+
+def names_from(evidence: list[Memory]) -> dict[str, str]:
+    """Entity id -> name, from memories such as "<face_1> is named Alice" and from the entities
+    search_node returns ("<person_2> is called Bob; faces and voices: face_3, voice_2")."""
+    names: dict[str, str] = {}
+    for memory in evidence:
+        hit = PERSON_HIT_RE.match(memory.text.strip())
+        if hit:
+            for entity in [hit.group(1), *re.findall(ANY_ID, hit.group(3))]:
+                names.setdefault(entity, hit.group(2))
+            continue
+        hit = MEMBER_HIT_RE.match(memory.text.strip())
+        if hit:
+            if hit.group(3):
+                names.setdefault(hit.group(1), hit.group(3))
+                names.setdefault(hit.group(2), hit.group(3))
+            continue
+        for match in NAME_RE.finditer(memory.text):
+            names.setdefault(match.group(1), match.group(2))
+    return names
+
+
+def with_names(text: str, names: dict[str, str], pattern: re.Pattern = ENTITY_ID_RE) -> str:
+    """Entity ids in text replaced by the names given (ids without a name stay)."""
+    return pattern.sub(lambda m: names.get(m.group(1) or m.group(2), m.group(0)), text)
+
+
+def known_names(text: str, evidence: list[Memory], memory: MemoryClient) -> dict[str, str]:
+    """Names for the ids in text: memory's get_entity first, then what the evidence says."""
+    found = names_from(evidence)
+    names: dict[str, str] = {}
+    for entity_id in dict.fromkeys(m.group(1) or m.group(2) for m in ANSWER_ID_RE.finditer(text)):
+        try:
+            name = entity_name(memory, entity_id)
+        except (MemoryUnavailable, MemoryQueryRejected):
+            name = None  # the text keeps the id: still correct, only less readable
+        name = name or found.get(entity_id)
+        if name:
+            names[entity_id] = name
+    return names
+
+
+def resolve_names(text: str, evidence: list[Memory], memory: MemoryClient) -> str:
+    """Replace entity ids in an answer by the names memory knows (get_entity, or "<id> is named X" memories)."""
+    return with_names(text, known_names(text, evidence, memory), ANSWER_ID_RE)
