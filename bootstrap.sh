@@ -14,7 +14,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 VENV=${M3_VENV:-$ROOT/.venv}
 PYTHON=${M3_PYTHON:-python3}
 APT_PACKAGES=(cmake g++ make git pkg-config ffmpeg sox espeak-ng festival festvox-us-slt-hts
-              festvox-kallpc16k libgl1 libglib2.0-0 libsndfile1 chromium)
+              festvox-kallpc16k libgl1 libglib2.0-0 libsndfile1 chromium pocketsphinx-testdata)
 
 log() { printf '\033[1;34m[bootstrap]\033[0m %s\n' "$*" >&2; }
 die() { printf '\033[1;31m[bootstrap] error:\033[0m %s\n' "$*" >&2; exit 1; }

@@ -15,6 +15,7 @@ from m3_perception.face_encoder import FaceEncoder
 from m3_perception.face_pipeline import FaceParams, FacePipeline
 from m3_perception.face_voice_matcher import FaceVoiceMatcher, MatcherParams
 from m3_perception.identity_clusters import cosine_to_l2
+from m3_perception.speaker_turns import TurnParams
 from m3_perception.utterances import SegmenterParams
 from m3_perception.voice_pipeline import VoiceParams, VoicePipeline
 
@@ -202,6 +203,14 @@ def build_pipelines(
                 min_utterance_s=p["min_utterance_s"],
                 max_utterance_s=p["max_utterance_s"],
                 hangover_s=p["hangover_s"],
+            ),
+            turns=TurnParams(
+                enabled=p["turn_split"],
+                window_s=p["turn_window_s"],
+                hop_s=p["turn_hop_s"],
+                change_cosine=p["turn_change_cosine"],
+                merge_cosine=p["turn_merge_cosine"],
+                min_turn_s=p["turn_min_s"],
             ),
         ),
     )

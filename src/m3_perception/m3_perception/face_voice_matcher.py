@@ -46,7 +46,10 @@ class FaceVoiceMatcher:
             self._frames.popleft()
 
     def on_utterance(self, voice_id: str, start: float, end: float) -> MatchCandidate | None:
-        """Record one utterance; return the updated candidate for its best face, if strong enough."""
+        """Record one utterance; return the updated candidate for its best face, if strong enough.
+        An utterance of no known voice (voice_id "", a short turn) is no evidence."""
+        if not voice_id:
+            return None
         window = [f for t, f in self._frames if start <= t <= end]
         if not window:
             return None

@@ -1,9 +1,64 @@
-"""Evaluation figures for the bench and the tests: word error rate, pairwise clustering F1."""
+"""Evaluation figures for the bench and the tests: word error rate, pairwise clustering F1,
+diarization error rate."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import combinations
+
+import numpy as np
+
+_ONES = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen"
+).split()
+_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+# Whisper writes titles abbreviated where read-speech references spell them out ("mr" / "mister").
+_ABBREVIATIONS = {"mr": "mister", "mrs": "missus", "dr": "doctor"}
+_ORDINALS = {"one": "first", "two": "second", "three": "third", "five": "fifth", "eight": "eighth", "nine": "ninth"}
+
+
+def number_words(n: int) -> str:
+    """Cardinal in words, as references spell numbers ("four hundred twenty one"); below 10**12."""
+    if n < 20:
+        return _ONES[n]
+    if n < 100:
+        return _TENS[n // 10] + ("" if n % 10 == 0 else " " + _ONES[n % 10])
+    if n < 1000:
+        return _ONES[n // 100] + " hundred" + ("" if n % 100 == 0 else " " + number_words(n % 100))
+    for size, name in ((10**9, "billion"), (10**6, "million"), (1000, "thousand")):
+        if n >= size:
+            rest = n % size
+            return number_words(n // size) + " " + name + ("" if rest == 0 else " " + number_words(rest))
+    raise AssertionError("unreachable")
+
+
+def ordinal_words(n: int) -> str:
+    """Ordinal in words ("twenty first")."""
+    *head, last = number_words(n).split()
+    if last in _ORDINALS:
+        last = _ORDINALS[last]
+    elif last == "twelve":
+        last = "twelfth"
+    else:
+        last = last[:-1] + "ieth" if last.endswith("y") else last + "th"
+    return " ".join([*head, last])
+
+
+def normalize_text(text: str) -> str:
+    """Lower case, words only: what WER should compare. Numbers go to words (ASR output has digits,
+    read-speech references words; words → digits would need a parser); hyphens split words, other
+    punctuation and apostrophes go ("don't" → "dont", as either side may spell it)."""
+    t = text.lower().replace("%", " percent").replace("&", " and ")
+    t = re.sub(r"(?<=\d),(?=\d{3})", "", t)  # 1,000 → 1000
+    t = re.sub(r"(\d+)\.(\d+)", lambda m: f"{m[1]} point {' '.join(m[2])}", t)
+    t = re.sub(r"(\d+)(?:st|nd|rd|th)\b", lambda m: f" {ordinal_words(int(m[1]))} " if len(m[1]) < 13 else m[1], t)
+    t = re.sub(r"\d+", lambda m: f" {number_words(int(m[0]))} " if len(m[0]) < 13 else " ".join(m[0]), t)
+    t = re.sub(r"['’]", "", t)
+    t = re.sub(r"[^a-z0-9]+", " ", t)
+    return " ".join(_ABBREVIATIONS.get(w, w) for w in t.split())
 
 
 def wer(reference: str, hypothesis: str) -> float:
@@ -30,3 +85,54 @@ def pairwise_f1(truth: Sequence[str], predicted: Sequence[str]) -> float:
     if tp == 0:
         return 1.0 if fp == 0 and fn == 0 else 0.0
     return 2 * tp / (2 * tp + fp + fn)
+
+
+@dataclass
+class Diarization:
+    """Diarization error over the reference speech time: der = (missed + false_alarm + confusion) / speech."""
+
+    der: float
+    missed_s: float
+    false_alarm_s: float
+    confusion_s: float
+    speech_s: float
+    mapping: dict[str, str]  # hypothesis label → reference label
+
+
+def der(
+    reference: Sequence[tuple[float, float, str]], hypothesis: Sequence[tuple[float, float, str]], step: float = 0.01
+) -> Diarization:
+    """Frame-based DER (10 ms frames, no collar, overlaps allowed) of (start s, end s, label) segments,
+    with the one-to-one label mapping that maximises the matched time (Hungarian assignment)."""
+    from scipy.optimize import linear_sum_assignment
+
+    end = max([e for _, e, _ in [*reference, *hypothesis]], default=0.0)
+    n = int(np.ceil(end / step)) + 1
+
+    def activity(segments: Sequence[tuple[float, float, str]]) -> tuple[list[str], np.ndarray]:
+        labels = sorted({lab for _, _, lab in segments})
+        act = np.zeros((n, len(labels)), bool)
+        for a, b, lab in segments:
+            act[round(a / step) : round(b / step), labels.index(lab)] = True
+        return labels, act
+
+    ref_labels, r = activity(reference)
+    hyp_labels, h = activity(hypothesis)
+    n_ref, n_hyp = r.sum(axis=1), h.sum(axis=1)
+    overlap = r.T.astype(np.int64) @ h.astype(np.int64)  # frames where ref i and hyp j both speak
+    rows, cols = linear_sum_assignment(-overlap) if overlap.size else ([], [])
+    correct = np.zeros(n, np.int64)
+    for i, j in zip(rows, cols, strict=True):
+        correct += r[:, i] & h[:, j]
+    speech = float(n_ref.sum()) * step
+    missed = float(np.maximum(n_ref - n_hyp, 0).sum()) * step
+    false_alarm = float(np.maximum(n_hyp - n_ref, 0).sum()) * step
+    confusion = float((np.minimum(n_ref, n_hyp) - correct).sum()) * step
+    return Diarization(
+        (missed + false_alarm + confusion) / speech if speech else 0.0,
+        missed,
+        false_alarm,
+        confusion,
+        speech,
+        {hyp_labels[j]: ref_labels[i] for i, j in zip(rows, cols, strict=True)},
+    )

@@ -110,6 +110,24 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
         0.75,
         _float("min cosine between speaker embeddings of one voice (resemblyzer 0.75, eres2netv2 0.6)", 0.0, 1.0),
     ),
+    "turn_split": (
+        True,
+        ParameterDescriptor(description="cut a voiced segment where the speaker changes (back-to-back turns)"),
+    ),
+    "turn_window_s": (1.0, _float("speaker-turn search: embedded window on each side of a boundary [s]", 0.5, 5.0)),
+    "turn_hop_s": (0.1, _float("speaker-turn search: candidate boundaries every hop [s]", 0.02, 1.0)),
+    "turn_change_cosine": (
+        0.65,
+        _float("speaker-turn search: adjacent windows below this cosine mark a change of voice", 0.0, 1.0),
+    ),
+    "turn_merge_cosine": (
+        0.75,
+        _float("speaker-turn search: adjacent pieces at or above this cosine are joined again", 0.0, 1.0),
+    ),
+    "turn_min_s": (
+        1.0,
+        _float("shortest turn split off; a shorter turn joins a known voice or none, never founds one [s]", 0.25, 10.0),
+    ),
     "asr_backend": (
         "faster_whisper",
         _str(

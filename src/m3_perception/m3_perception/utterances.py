@@ -24,11 +24,13 @@ class SegmenterParams:
 
 @dataclass
 class Utterance:
-    """Voiced samples [start, end) in stream sample indices; `samples` include the padding."""
+    """Voiced samples [start, end) in stream sample indices; `samples` include the padding and begin
+    at stream index `first`."""
 
     start: int
     end: int
     samples: np.ndarray
+    first: int
 
 
 class UtteranceSegmenter:
@@ -100,4 +102,4 @@ class UtteranceSegmenter:
         a = max(self._hist_start, start - pad) - self._hist_start
         b = min(self._hist_start + len(self._history), end + pad) - self._hist_start
         samples = self._history[a:b].copy()
-        return Utterance(start, end, samples)
+        return Utterance(start, end, samples, self._hist_start + a)

@@ -53,3 +53,23 @@ class VoiceEncoder:
         x = checked_utterance(samples)
         v = np.asarray(self._model.embed_utterance(x), dtype=np.float32)
         return v / max(float(np.linalg.norm(v)), 1e-12)
+
+    def encode_windows(self, samples: np.ndarray, window_s: float, hop_s: float) -> np.ndarray:
+        """Unit embeddings (n, 256) of the windows [k·hop, k·hop + window) that fit in `samples`.
+
+        One mel spectrogram (resemblyzer's, 10 ms frames) and one batched LSTM call, as resemblyzer's
+        own partial embeddings (`embed_utterance(return_partials=True)`) but with any window and hop:
+        its partials are fixed at 1.6 s, too long for 1-3 s speaker turns.
+        """
+        import torch
+        from resemblyzer.audio import wav_to_mel_spectrogram
+
+        x = checked_utterance(samples)
+        win, hop = max(1, round(window_s * 100)), max(1, round(hop_s * 100))
+        n = (len(x) - round(window_s * 16000)) // (hop * 160) + 1
+        if n < 1:
+            return np.zeros((0, 256), np.float32)
+        mel = wav_to_mel_spectrogram(x)
+        mels = np.stack([mel[k * hop : k * hop + win] for k in range(n)])
+        with torch.no_grad():
+            return self._model(torch.from_numpy(np.ascontiguousarray(mels))).numpy().astype(np.float32)

@@ -17,4 +17,9 @@ def test_bench_prints_json_figures(capsys) -> None:
     assert 0 < fig["faces_pending"] <= fig["face_ids"]
     assert 0.0 <= fig["asr_wer_all"] <= 1.0 and fig["realtime_factor"] > 0
     assert fig["asr_wer"] == fig["asr_wer_by_voice"].get("slt")  # the HTS voice's figure (None if it never spoke)
-    assert set(fig["stage_ms_total"]) == {"face_detect", "face_embed", "vad", "speaker", "asr"}
+    assert set(fig["stage_ms_total"]) == {"face_detect", "face_embed", "vad", "turns", "speaker", "asr"}
+    # real speech: the configured ASR on LibriVox, DER of a real five-speaker conversation
+    assert 0.0 <= fig["asr_wer_real"] <= 0.05
+    assert fig["der_real_speakers"] >= 3 and fig["der_real_voices"] >= 1 and 0.0 <= fig["der_real"] <= 1.0
+    parts = fig["der_real_missed_s"] + fig["der_real_false_alarm_s"] + fig["der_real_confusion_s"]
+    assert abs(parts / fig["der_real_speech_s"] - fig["der_real"]) < 0.01

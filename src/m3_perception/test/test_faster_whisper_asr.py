@@ -17,8 +17,9 @@ import soundfile as sf
 from m3_perception import whisper_models
 from m3_perception.asr_process import SubprocessAsr
 from m3_perception.faster_whisper_asr import FasterWhisperAsr
-from m3_perception.metrics import wer
+from m3_perception.metrics import normalize_text, wer
 from m3_perception.model_files import ModelFileMissing
+from m3_perception.real_speech import librivox_clips
 
 DATA = Path("/usr/share/pocketsphinx/test/data")
 REF_RE = re.compile(r"<s>(.*)</s>\s*\((.*)\)")
@@ -43,21 +44,19 @@ def _normalise(text: str) -> str:
     return re.sub(r"[^a-z' ]", " ", text.lower().replace("mr.", "mister")).strip()
 
 
-def _corpus_wer(asr, corpus) -> float:
-    words = sum(len(ref.split()) for _, ref in corpus)
-    return sum(wer(ref, _normalise(asr.transcribe(x).text)) * len(ref.split()) for x, ref in corpus) / words
-
-
 @pytest.fixture(scope="module")
 def base() -> FasterWhisperAsr:
-    return FasterWhisperAsr("base", threads=2)
+    return FasterWhisperAsr()  # the node's defaults: Whisper base, int8, greedy, language detected
 
 
 def test_base_transcribes_real_read_speech(base):
-    """LibriVox: measured 0.02-0.04 with this normalisation (a disfluent reference word stays an error)."""
-    corpus = _corpus("librivox", "{}.wav")
-    assert len(corpus) == 5
-    assert _corpus_wer(base, corpus) <= 0.08
+    """LibriVox (real_speech's loader fails with its message when pocketsphinx-testdata is missing):
+    word-weighted WER with metrics.normalize_text on both sides."""
+    clips = librivox_clips()
+    assert len(clips) == 5
+    pairs = [(normalize_text(c.text), normalize_text(base.transcribe(c.samples).text)) for c in clips]
+    words = sum(len(r.split()) for r, _ in pairs)
+    assert sum(wer(r, h) * len(r.split()) for r, h in pairs) / words <= 0.05
 
 
 def test_base_detects_english_and_reports_confidence(base):
