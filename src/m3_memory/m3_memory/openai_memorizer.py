@@ -102,13 +102,21 @@ def parse_reply(reply: str) -> ModelReply | None:
     return ModelReply(names, semantic, episodic)
 
 
+def _said(word: str, transcript: str) -> bool:
+    """The word occurs in the transcript; capitalised, when the recogniser writes case (Whisper does,
+    and writes names capitalised): a small model also offers common nouns as names ("Umbrella")."""
+    if not any(c.isupper() for c in transcript):
+        return re.search(rf"(?<!\w){re.escape(word)}(?!\w)", transcript, re.IGNORECASE) is not None
+    pattern = rf"(?<!\w){re.escape(word[0].upper())}(?i:{re.escape(word[1:])})(?!\w)"
+    return re.search(pattern, transcript) is not None
+
+
 def said_name(name: str, transcripts: list[str]) -> str | None:
-    """The name as it should be stored, if every word of it was said in the clip; else None."""
+    """The name as it should be stored, if every word of it was said (as a name) in the clip; else None."""
     words = name.split()
     if not 1 <= len(words) <= 3 or any(not re.fullmatch(r"[^\W\d_][\w'-]*", w) for w in words):
         return None
-    spoken = " ".join(transcripts)
-    if not all(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", spoken, re.IGNORECASE) for w in words):
+    if not all(any(_said(w, t) for t in transcripts) for w in words):
         return None
     if not (name.islower() or name.isupper()):
         return " ".join(words)  # the model's own capitalisation ("Rosa del Mar")

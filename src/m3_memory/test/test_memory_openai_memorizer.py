@@ -114,6 +114,9 @@ def test_a_name_is_kept_only_when_it_was_said():
     assert said_name("TOM", said) == "Tom"
     assert said_name("Marco", said) is None  # a name from the prompt's examples, never said here
     assert said_name("<voice_1>", said) is None and said_name("", said) is None
+    cased = ["Leave your umbrella next to the bookshelf.", "Thanks, Rui, I will."]  # Whisper writes case
+    assert said_name("Umbrella", cased) is None and said_name("rui", cased) == "Rui"
+    assert said_name("Leave", cased) == "Leave"  # capitalised as the first word: the model must judge
 
 
 def test_the_model_sees_who_is_one_person_and_who_else_is_present():

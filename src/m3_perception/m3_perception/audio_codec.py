@@ -64,3 +64,13 @@ def resample(x: np.ndarray, rate: int, target: int = TARGET_RATE) -> np.ndarray:
 def encode_s16le(x: np.ndarray) -> bytes:
     """Inverse of decode_chunk for S16LE mono (for tests, the bench and test publishers)."""
     return (np.clip(x, -1.0, 1.0) * 32767.0).astype("<i2").tobytes()
+
+
+def checked_mono(samples: np.ndarray) -> np.ndarray:
+    """Samples as 1-D finite float32 (what every speech and speaker back-end takes), else ValueError."""
+    x = np.asarray(samples, dtype=np.float32)
+    if x.ndim != 1:
+        raise ValueError(f"expected mono samples (1-D), got shape {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("samples contain NaN or infinite values")
+    return x

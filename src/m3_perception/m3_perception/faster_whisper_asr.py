@@ -20,6 +20,7 @@ import os
 import numpy as np
 
 from m3_perception.asr import Transcript, WordTiming
+from m3_perception.audio_codec import checked_mono
 from m3_perception.whisper_models import resolve
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -81,11 +82,7 @@ class FasterWhisperAsr:
         self.transcribe(np.zeros(16000, np.float32))  # first call sets CTranslate2 up, not the first utterance
 
     def transcribe(self, samples: np.ndarray) -> Transcript:
-        x = np.asarray(samples, np.float32)
-        if x.ndim != 1:
-            raise ValueError(f"expected mono samples (1-D), got shape {x.shape}")
-        if not np.all(np.isfinite(x)):
-            raise ValueError("samples contain NaN or infinite values")
+        x = checked_mono(samples)
         segments, info = self._model.transcribe(
             x,
             language=self.language or None,

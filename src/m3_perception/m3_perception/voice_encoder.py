@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from m3_perception.audio_codec import checked_mono
 from m3_perception.model_files import packaged_file, require_file
 
 EMBEDDING_MODEL = "resemblyzer"
@@ -17,13 +18,9 @@ MIN_SAMPLES = 16000 // 4  # resemblyzer needs at least a few 10 ms mel frames; b
 
 def checked_utterance(samples: np.ndarray) -> np.ndarray:
     """Samples as mono float32 fit for a speaker embedding (every speaker back-end), else ValueError."""
-    x = np.asarray(samples, dtype=np.float32)
-    if x.ndim != 1:
-        raise ValueError(f"expected mono samples (1-D), got shape {x.shape}")
+    x = checked_mono(samples)
     if len(x) < MIN_SAMPLES:
         raise ValueError(f"utterance too short for a speaker embedding: {len(x)} samples < {MIN_SAMPLES}")
-    if not np.all(np.isfinite(x)):
-        raise ValueError("samples contain NaN or infinite values")
     return x
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from m3_perception.asr import Transcript
+from m3_perception.audio_codec import checked_mono
 from m3_perception.model_files import ModelFileMissing
 
 RATE = 16000
@@ -95,11 +96,7 @@ class WhisperAsr:
         self.transcribe(np.zeros(RATE, np.float32))  # first call sets torch up, not on the first utterance
 
     def transcribe(self, samples: np.ndarray) -> Transcript:
-        x = np.asarray(samples, np.float32)
-        if x.ndim != 1:
-            raise ValueError(f"expected mono samples (1-D), got shape {x.shape}")
-        if not np.all(np.isfinite(x)):
-            raise ValueError("samples contain NaN or infinite values")
+        x = checked_mono(samples)
         texts, logprobs, language = [], [], ""
         for start in range(0, max(1, len(x)), WINDOW_S * RATE):
             text, lps, lang = self._window(x[start : start + WINDOW_S * RATE])
