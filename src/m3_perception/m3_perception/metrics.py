@@ -17,6 +17,7 @@ _ONES = (
 _TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
 # Whisper writes titles abbreviated where read-speech references spell them out ("mr" / "mister").
 _ABBREVIATIONS = {"mr": "mister", "mrs": "missus", "dr": "doctor"}
+_CONTRACTIONS = (("n't", " not"), ("'re", " are"), ("'m", " am"), ("'ll", " will"), ("'ve", " have"))
 _ORDINALS = {"one": "first", "two": "second", "three": "third", "five": "fifth", "eight": "eighth", "nine": "ninth"}
 
 
@@ -50,8 +51,13 @@ def ordinal_words(n: int) -> str:
 def normalize_text(text: str) -> str:
     """Lower case, words only: what WER should compare. Numbers go to words (ASR output has digits,
     read-speech references words; words → digits would need a parser); hyphens split words, other
-    punctuation and apostrophes go ("don't" → "dont", as either side may spell it)."""
-    t = text.lower().replace("%", " percent").replace("&", " and ")
+    punctuation and apostrophes go. Unambiguous contractions are expanded first, as Whisper's own
+    English normaliser does ("I'm" / "I am" is no error); "'s" and "'d" stay ambiguous ("it's",
+    "Bob's") and lose only the apostrophe."""
+    t = text.lower().replace("%", " percent").replace("&", " and ").replace("’", "'")
+    t = re.sub(r"\bcan't\b", "can not", re.sub(r"\bwon't\b", "will not", t))
+    for short, full in _CONTRACTIONS:
+        t = re.sub(rf"(?<=[a-z]){short}\b", full, t)
     t = re.sub(r"(?<=\d),(?=\d{3})", "", t)  # 1,000 → 1000
     t = re.sub(r"(\d+)\.(\d+)", lambda m: f"{m[1]} point {' '.join(m[2])}", t)
     t = re.sub(r"(\d+)(?:st|nd|rd|th)\b", lambda m: f" {ordinal_words(int(m[1]))} " if len(m[1]) < 13 else m[1], t)

@@ -148,7 +148,7 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
         _str("faster_whisper: 'auto' (int8 on CPU, float16 on CUDA) or a CTranslate2 type such as int8, float16"),
     ),
     "asr_threads": (0, _int("faster_whisper: CPU threads per decode; 0: all cores, at most 4", 0, 64)),
-    "asr_beam_size": (1, _int("faster_whisper: beam width; 1 = greedy (fastest)", 1, 16)),
+    "asr_beam_size": (5, _int("faster_whisper: beam width (Whisper's usual 5; 1 = greedy)", 1, 16)),
     "asr_word_timestamps": (
         False,
         ParameterDescriptor(description="faster_whisper: word timestamps in each VoiceSegment (costs ~10 % time)"),
@@ -162,8 +162,8 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
         _str("pocketsphinx, faster_whisper: decode in a child process (keeps the GIL free for the other threads)"),
     ),
     "asr_language": (
-        "",
-        _str("faster_whisper, whisper: language code to force (e.g. 'en'); empty: detected per utterance"),
+        "en",
+        _str("faster_whisper, whisper: the household's language code (e.g. en, de); empty: detected per utterance"),
     ),
     "asr_torch_threads": (0, _int("whisper: torch CPU threads (process-wide); 0: leave torch's setting", 0, 64)),
     "asr_endpoint": ("http://localhost:8000/v1", _str("openai: base URL serving /audio/transcriptions")),

@@ -172,7 +172,8 @@ def test_assembly_builds_whisper_with_threads(model_dir: Path) -> None:
     from m3_perception.perception_node import PARAMETERS
 
     p = {k: v[0] for k, v in PARAMETERS.items()}
-    assert p["asr_language"] == "" and p["asr_torch_threads"] == 0
+    assert p["asr_language"] == "en" and p["asr_torch_threads"] == 0
+    p["asr_language"] = ""  # detection, as logged below
     lines: list[str] = []
 
     class Log:
