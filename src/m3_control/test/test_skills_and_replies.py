@@ -75,3 +75,14 @@ def test_parse_replies():
     ):
         with pytest.raises(MalformedReply):
             parse_reply(bad)
+
+
+def test_get_and_take_request_a_hand_over_to_the_person_named():
+    """'Get Lena a glass of water' asks for a delivery; the receiver must still be named in it."""
+    step = {"skill": "hand_over", "target": "Lena", "arguments": {"object": "glass of water"}}
+    assert validate_plan([step], SKILLS, "Get Lena a glass of water")[0].target == "Lena"
+    assert validate_plan([{**step, "target": "Ravi"}], SKILLS, "Take Ravi his coat")[0].target == "Ravi"
+    with pytest.raises(SkillError, match="instruction names"):
+        validate_plan([{**step, "target": "the stranger"}], SKILLS, "Get Lena a glass of water")
+    with pytest.raises(SkillError, match="not requested"):
+        validate_plan([step], SKILLS, "Look at Lena")
