@@ -29,13 +29,13 @@ from m3_control.reasoner import MODEL_ERROR, Answer, LoopState, ReasonerError, S
 from m3_control.reply_parser import MalformedReply
 from m3_control.skills import Skill, is_question
 from m3_control.structured import (
-    RESPONSE_FORMATS,
     decision_json,
     decision_schema,
     parse_any,
     parse_json_reply,
     response_format,
 )
+from m3_memory.json_reply import RESPONSE_FORMATS
 
 PROMPT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prompts")
 DEFAULT_SYSTEM_PROMPT = os.path.join(PROMPT_DIR, "system.txt")  # reference text grammar

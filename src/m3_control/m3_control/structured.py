@@ -7,13 +7,9 @@ command (a pure question gets no plan field at all), and each plan step's skill 
 vocabulary with that skill's own argument names. The loop still validates every step against the
 user's instruction (skills.validate_plan): the schema shapes replies, it is not the safety check.
 
-`response_format` values (parameter of the openai back-end):
-  json_schema - {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}: the OpenAI
-                protocol, accepted by vLLM and by llama.cpp's own server (llama-server);
-  json_object - {"type": "json_object", "schema": ...}: llama-cpp-python's server (0.3.x accepts
-                only "text" and "json_object", the schema turned into a grammar), llama-server too;
-  none        - no constraint: the reference text grammar (M3-Agent-Control speaks it), parsed by
-                reply_parser; a JSON reply is read as well.
+`response_format` (parameter of the openai back-end): json_schema | json_object | none, as
+m3_memory.json_reply describes; with none the reply is the reference text grammar (M3-Agent-Control
+speaks it), parsed by reply_parser, and a JSON reply is read as well.
 """
 
 from __future__ import annotations
@@ -23,8 +19,9 @@ import json
 from m3_control.reasoner import Answer, Search
 from m3_control.reply_parser import MalformedReply, parse_reply, strip_reasoning
 from m3_control.skills import Skill
+from m3_memory.json_reply import first_json_object
+from m3_memory.json_reply import response_format as json_response_format
 
-RESPONSE_FORMATS = ("json_schema", "json_object", "none")
 MAX_ANSWER_CHARS = 300  # a short answer; the grammar stops a small model rambling on
 MAX_QUERY_CHARS = 150
 MAX_PLAN_STEPS = 8
@@ -82,13 +79,7 @@ def decision_schema(skills: dict[str, Skill], command: bool, must_answer: bool) 
 
 def response_format(kind: str, schema: dict) -> dict | None:
     """The request's `response_format` for a kind of RESPONSE_FORMATS (None: send none)."""
-    if kind == "json_schema":
-        return {"type": "json_schema", "json_schema": {"name": "decision", "schema": schema, "strict": True}}
-    if kind == "json_object":
-        return {"type": "json_object", "schema": schema}
-    if kind == "none":
-        return None
-    raise ValueError(f"unknown response_format {kind!r}; choose one of {list(RESPONSE_FORMATS)}")
+    return json_response_format(kind, schema, "decision")
 
 
 def decision_json(decision: Search | Answer) -> str:
@@ -101,21 +92,10 @@ def decision_json(decision: Search | Answer) -> str:
     return json.dumps(data, ensure_ascii=False)
 
 
-def _first_object(text: str) -> dict | None:
-    start = text.find("{")
-    if start < 0:
-        return None
-    try:
-        value, _ = json.JSONDecoder().raw_decode(text[start:])
-    except json.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def parse_json_reply(text: str) -> Search | Answer:
     """Search or Answer from a JSON reply; MalformedReply (re-asked) when it is not one."""
     body = strip_reasoning(text)
-    data = _first_object(body)
+    data = first_json_object(body)
     if data is None:
         raise MalformedReply("the reply is not a JSON object (was it cut off by max_tokens?)")
     action = str(data.get("action", "")).strip().lower()

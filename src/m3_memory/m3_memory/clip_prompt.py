@@ -18,7 +18,6 @@ from m3_memory.tags import kind_of
 
 NS = 1_000_000_000
 NEAR_NS = NS  # a face seen this close to an utterance counts as present while it is said
-RESPONSE_FORMATS = ("json_schema", "json_object", "none")
 
 
 @dataclass
@@ -188,15 +187,3 @@ def reply_schema(labels: list[str], max_names: int = 3, max_semantic: int = 5, m
         "required": ["names", "semantic", "episodic"],
         "additionalProperties": False,
     }
-
-
-def response_format(kind: str, schema: dict) -> dict | None:
-    """The request's response_format: vLLM / llama-server take json_schema; llama-cpp-python's
-    server takes json_object with a schema (llama-server accepts that too); none sends nothing."""
-    if kind == "json_schema":
-        return {"type": "json_schema", "json_schema": {"name": "clip_memory", "schema": schema, "strict": True}}
-    if kind == "json_object":
-        return {"type": "json_object", "schema": schema}
-    if kind == "none":
-        return None
-    raise ValueError(f"openai_response_format must be one of {RESPONSE_FORMATS}, got {kind!r}")

@@ -30,9 +30,9 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from m3_memory import clip_prompt
 from m3_memory.clip_prompt import ClipView, add_images, describe, reply_schema
 from m3_memory.graph import MemorizerOutput
+from m3_memory.json_reply import first_json_object, response_format
 from m3_memory.records import KIND_EPISODIC, KIND_SEMANTIC, ClipEvidence, MemoryDraft
 from m3_memory.rules_memorizer import RulesMemorizer
 from m3_memory.tags import tags_in
@@ -61,20 +61,6 @@ class ModelReply:
     episodic: list[str] = field(default_factory=list)
 
 
-def extract_json_object(text: str) -> dict | None:
-    """The first JSON object in a reply (tolerates code fences and prose around it)."""
-    text = re.sub(r"```(?:json)?", "", text)
-    decoder = json.JSONDecoder()
-    for start in [m.start() for m in re.finditer(r"\{", text)]:
-        try:
-            value, _ = decoder.raw_decode(text[start:])
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
-
-
 def _strings(value) -> list[str] | None:
     if isinstance(value, str):
         value = [value]
@@ -87,7 +73,7 @@ def parse_reply(reply: str) -> ModelReply | None:
     """The reply's names, semantic and episodic lists (missing ones are empty); None when it is not
     a JSON object of that shape. Names may also come the reference model's way, as semantic lines
     "<voice_2> is called NAME."."""
-    data = extract_json_object(reply)
+    data = first_json_object(reply)
     if data is None:
         return None
     semantic, episodic = _strings(data.get("semantic", [])), _strings(data.get("episodic", []))
@@ -151,7 +137,7 @@ class OpenAIMemorizer:
         path = Path(prompt_file) if prompt_file else DEFAULT_PROMPT
         if not path.is_file():
             raise ValueError(f"memorizer prompt file not found: {path}")
-        clip_prompt.response_format(response_format, {})  # an unknown form fails at start-up
+        _response_format(response_format, {})  # an unknown form fails at start-up
         self.response_format = response_format
         self.url = endpoint.rstrip("/") + "/chat/completions"
         self.model = model
@@ -198,7 +184,7 @@ class OpenAIMemorizer:
             "max_tokens": self.max_tokens,
         }
         max_episodic = 4 if view.images else 2
-        form = clip_prompt.response_format(self.response_format, reply_schema(view.labels, max_episodic=max_episodic))
+        form = _response_format(self.response_format, reply_schema(view.labels, max_episodic=max_episodic))
         if form is not None:
             body["response_format"] = form
         return body
@@ -287,3 +273,7 @@ def _error_text(error: urllib.error.HTTPError) -> str:
         return error.read().decode("utf-8", "replace")[:300]
     except OSError:
         return str(error)
+
+
+def _response_format(kind: str, schema: dict) -> dict | None:
+    return response_format(kind, schema, "clip_memory", "openai_response_format")
