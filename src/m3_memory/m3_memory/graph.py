@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field
@@ -94,7 +95,17 @@ class MemoryGraph:
         stored_dim = store.get_meta("text_dim")
         if stored_dim is not None and int(stored_dim) != text_dim:
             raise ValueError(f"store holds {stored_dim}-d text embeddings; the embedder gives {text_dim}-d")
-        self._load()
+        try:
+            self._load()
+        except StoreError:
+            raise
+        except (sqlite3.DatabaseError, ValueError, KeyError, TypeError) as error:
+            # Rows SQLite still reads can hold flipped bytes (bad JSON, a clip that is gone): the store is
+            # damaged, which the node reports as STORE_UNAVAILABLE rather than dying.
+            raise StoreError(
+                f"memory store {store.db_path} is damaged: reading it failed ({type(error).__name__}: {error}); "
+                f"`m3 memory check {store.memory_dir}` lists the problems and `--repair NEW_DIR` salvages the rest"
+            ) from error
 
     # -- loading --------------------------------------------------------------------------------
     def _load(self) -> None:

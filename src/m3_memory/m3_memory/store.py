@@ -11,8 +11,10 @@ import base64
 import json
 import os
 import sqlite3
+import tempfile
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -24,6 +26,7 @@ SCHEMA_VERSION = 1
 FORMAT_NAME = "m3_memory"
 DB_FILE = "memory.sqlite3"
 SCHEMA_FILE = "schema.json"
+SQLITE_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -59,6 +62,16 @@ CREATE TABLE IF NOT EXISTS evidence (
 CREATE INDEX IF NOT EXISTS text_nodes_clip ON text_nodes(clip_index);
 CREATE INDEX IF NOT EXISTS edges_entity ON edges(entity_id);
 """
+# In dependency order (a table after those it references): export, import and repair copy in this order.
+TABLES = (
+    "meta", "counters", "clips", "text_nodes", "node_clips", "entities", "entity_embeddings", "aliases", "edges",
+    "evidence",
+)  # fmt: skip
+
+
+def one_line(problem: str) -> str:
+    """An SQLite check message on one line, without its "*** in database main ***" heading."""
+    return " ".join(problem.replace("*** in database main ***", "").split())
 
 
 def vector_to_blob(vector: np.ndarray) -> bytes:
@@ -70,45 +83,139 @@ def blob_to_vector(blob: bytes) -> np.ndarray:
 
 
 class MemoryStore:
-    """SQLite access: one connection per thread (WAL lets searches read while a clip is written)."""
+    """SQLite access: one connection per thread (WAL lets searches read while a clip is written).
 
-    def __init__(self, memory_dir: str, create: bool = True) -> None:
+    Only a memory directory without memory.sqlite3 is made into a new store; an existing file is
+    opened only when it is one of ours: a zero-length file, a file that is not SQLite, an SQLite
+    file without our meta table, a newer schema or pages that fail `PRAGMA quick_check` are a
+    StoreError (SchemaVersionError) that names the file, and the file is left exactly as it was.
+    """
+
+    def __init__(self, memory_dir: str, create: bool = True, readonly: bool = False, verify: bool = True) -> None:
+        """create: make a new store when the directory has none; readonly: open without writing
+        anything (check, export, stats); verify: run quick_check (about 0.1 s per 200 MB) and refuse a
+        damaged store (the check tool turns it off to report every problem instead)."""
         self.memory_dir = os.path.abspath(os.path.expanduser(memory_dir))
         self.db_path = os.path.join(self.memory_dir, DB_FILE)
+        self.readonly = readonly
         self._local = threading.local()
         self._write_lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
         self._conn_lock = threading.Lock()
-        exists = os.path.isfile(self.db_path)
-        if not exists and not create:
+        self._check_schema_file()
+        if os.path.lexists(self.db_path):
+            self._check_file()
+        elif not create or readonly:
             raise StoreError(f"no memory store at {self.db_path}")
+        elif os.path.isfile(os.path.join(self.memory_dir, SCHEMA_FILE)):
+            raise StoreError(
+                f"{self.memory_dir} has {SCHEMA_FILE} but no {DB_FILE}: the memory's database is missing. Restore "
+                "it from a backup or choose another memory directory (nothing was created)"
+            )
+        else:
+            self._create()
+        try:
+            self._check_contents(self.conn(), verify)
+        except sqlite3.DatabaseError as error:
+            self.close()
+            raise self._damaged(f"is unreadable: {error}") from error
+        except BaseException:
+            self.close()
+            raise
+        if not readonly:
+            self._write_schema_file()
+
+    # -- opening ----------------------------------------------------------------------------------
+    def _check_file(self) -> None:
+        """Refuse before SQLite sees it: a directory, an empty file or one that is not SQLite."""
+        try:
+            with open(self.db_path, "rb") as handle:
+                head = handle.read(len(SQLITE_MAGIC))
+        except OSError as error:
+            raise StoreError(f"memory store {self.db_path} is unreadable: {error}") from error
+        if not head:
+            raise StoreError(
+                f"memory store {self.db_path} is empty (0 bytes): it was truncated or never written, so it is not "
+                "opened as a new memory. Restore it from a backup, or move it away to start a new memory"
+            )
+        if head != SQLITE_MAGIC:
+            raise StoreError(
+                f"memory store {self.db_path} is unreadable: not an SQLite database (it starts with {head!r}); "
+                "restore it from a backup or choose another memory directory (the file is left as it is)"
+            )
+
+    def _create(self) -> None:
+        """A new store, built under a temporary name and linked into place complete: a crash never
+        leaves a half-made memory.sqlite3, and a store another process made meanwhile is kept."""
         try:
             os.makedirs(self.memory_dir, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{DB_FILE}.", suffix=".new", dir=self.memory_dir)
+            os.close(fd)
         except OSError as error:
-            raise StoreError(f"cannot create memory directory {self.memory_dir}: {error}") from error
-        self._check_schema_file()
+            raise StoreError(f"cannot create memory store in {self.memory_dir}: {error}") from error
         try:
-            conn = self.conn()
-            with self._write_lock:
-                current = self._stored_version(conn)
-                if current is not None and current > SCHEMA_VERSION:
-                    raise SchemaVersionError(
-                        f"memory store {self.db_path} has schema version {current}, newer than this program's "
-                        f"{SCHEMA_VERSION}; upgrade m3_memory (the store is left untouched)"
-                    )
-                if current is None:
-                    conn.executescript("BEGIN IMMEDIATE;" + _DDL + "COMMIT;")
-                    conn.execute(
-                        "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?), ('format', ?),"
-                        " ('created_ns', ?)",
-                        (str(SCHEMA_VERSION), FORMAT_NAME, str(time.time_ns())),
-                    )
-                    conn.commit()
-        except sqlite3.DatabaseError as error:
-            raise StoreError(f"memory store {self.db_path} is unreadable: {error}") from error
-        self._write_schema_file()
+            conn = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.executescript("BEGIN IMMEDIATE;" + _DDL + "COMMIT;")
+                conn.execute(
+                    "INSERT INTO meta(key, value) VALUES ('schema_version', ?), ('format', ?), ('created_ns', ?)",
+                    (str(SCHEMA_VERSION), FORMAT_NAME, str(time.time_ns())),
+                )
+            finally:
+                conn.close()
+            try:
+                os.link(tmp, self.db_path)
+            except FileExistsError:
+                pass
+            except OSError:  # a file system without hard links
+                if not os.path.exists(self.db_path):
+                    os.rename(tmp, self.db_path)
+        except (OSError, sqlite3.Error) as error:
+            raise StoreError(f"cannot create memory store {self.db_path}: {error}") from error
+        finally:
+            for path in (tmp, tmp + "-wal", tmp + "-shm"):
+                if os.path.exists(path):
+                    os.remove(path)
 
-    # -- schema ---------------------------------------------------------------------------------
+    def _damaged(self, detail: str) -> StoreError:
+        return StoreError(
+            f"memory store {self.db_path} {detail}; it is left untouched: `m3 memory check {self.memory_dir}` lists "
+            f"the problems and `m3 memory check {self.memory_dir} --repair NEW_DIR` salvages what SQLite can still "
+            "read into a new store"
+        )
+
+    def _check_contents(self, conn: sqlite3.Connection, verify: bool) -> None:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "meta" not in tables:
+            raise StoreError(
+                f"{self.db_path} is an SQLite database but not a memory store (no meta table; tables: "
+                f"{sorted(tables) or 'none'}); choose another memory directory (the file is left as it is)"
+            )
+        meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('format', 'schema_version')"))
+        if meta.get("format") != FORMAT_NAME:
+            raise StoreError(
+                f"{self.db_path} is an SQLite database of format {meta.get('format')!r}, not a memory store "
+                f"({FORMAT_NAME!r}); choose another memory directory (the file is left as it is)"
+            )
+        try:
+            version = int(meta["schema_version"])
+        except (KeyError, ValueError) as error:
+            raise self._damaged("has no valid schema version") from error
+        if version > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"memory store {self.db_path} has schema version {version}, newer than this program's "
+                f"{SCHEMA_VERSION}; upgrade m3_memory (the store is left untouched)"
+            )
+        missing = sorted(set(TABLES) - tables)
+        if missing:
+            raise self._damaged(f"lacks the table(s) {missing}")
+        if verify:
+            problems = [row[0] for row in conn.execute("PRAGMA quick_check(10)") if row[0] != "ok"]
+            if problems:
+                raise self._damaged(f"is damaged: {'; '.join(one_line(p) for p in problems)}")
+
+    # -- schema.json ------------------------------------------------------------------------------
     def _check_schema_file(self) -> None:
         path = os.path.join(self.memory_dir, SCHEMA_FILE)
         if not os.path.isfile(path):
@@ -138,14 +245,6 @@ class MemoryStore:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
 
-    @staticmethod
-    def _stored_version(conn: sqlite3.Connection) -> int | None:
-        row = conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
-        if row is None:
-            return None
-        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        return None if row is None else int(row[0])
-
     @property
     def schema_version(self) -> int:
         return int(self.conn().execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
@@ -156,10 +255,14 @@ class MemoryStore:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             try:
-                conn = sqlite3.connect(self.db_path, timeout=30.0, isolation_level=None, check_same_thread=False)
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=FULL")
-                conn.execute("PRAGMA foreign_keys=ON")
+                if self.readonly:  # mode=ro: SQLite writes nothing to the store (it may add an empty -wal/-shm)
+                    uri = f"file:{urllib.parse.quote(self.db_path)}?mode=ro"
+                    conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None, check_same_thread=False)
+                else:
+                    conn = sqlite3.connect(self.db_path, timeout=30.0, isolation_level=None, check_same_thread=False)
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    conn.execute("PRAGMA synchronous=FULL")
+                    conn.execute("PRAGMA foreign_keys=ON")
             except sqlite3.DatabaseError as error:
                 raise StoreError(f"memory store {self.db_path} is unreadable: {error}") from error
             self._local.conn = conn
@@ -215,36 +318,10 @@ class MemoryStore:
         return total
 
     def integrity_check(self) -> list[str]:
-        """Problems found (empty list = healthy): SQLite's own check plus the graph's references."""
-        conn = self.conn()
-        problems = [row[0] for row in conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
-        problems += [
-            f"foreign key violation in {row[0]} (rowid {row[1]})" for row in conn.execute("PRAGMA foreign_key_check")
-        ]
-        checks = {
-            "edge to unknown entity": "SELECT node_id || ' -> ' || entity_id FROM edges WHERE entity_id NOT IN "
-            "(SELECT entity_id FROM entities) AND entity_id NOT IN (SELECT old_id FROM aliases)",
-            "alias to unknown entity": "SELECT old_id FROM aliases WHERE new_id NOT IN "
-            "(SELECT entity_id FROM entities)",
-            "face/voice without person": "SELECT entity_id FROM entities WHERE kind IN ('face','voice') AND "
-            "person_id NOT IN (SELECT entity_id FROM entities WHERE kind='person')",
-            "text node without clip": "SELECT node_id FROM text_nodes WHERE clip_index NOT IN "
-            "(SELECT clip_index FROM clips)",
-        }
-        for label, sql in checks.items():
-            problems += [f"{label}: {row[0]}" for row in conn.execute(sql)]
-        dim = self.get_meta("text_dim")
-        if dim is not None:
-            for (node_id,) in conn.execute(
-                "SELECT node_id FROM text_nodes WHERE length(embedding) != ?", (int(dim) * 4,)
-            ):
-                problems.append(f"text node {node_id}: embedding size does not match text_dim {dim}")
-        for kind, prefix in (("face", "face_"), ("voice", "voice_"), ("person", "person_")):
-            row = conn.execute("SELECT value FROM counters WHERE name=?", (kind,)).fetchone()
-            top = conn.execute("SELECT max(seq) FROM entities WHERE kind=?", (kind,)).fetchone()[0]
-            if top is not None and (row is None or int(row[0]) < int(top)):
-                problems.append(f"counter {kind} is behind the highest {prefix} id {top}")
-        return problems
+        """Problems found (empty list = healthy); see m3_memory.store_check.integrity_problems."""
+        from m3_memory.store_check import integrity_problems
+
+        return integrity_problems(self.conn())
 
     def export_json(self, include_embeddings: bool = False) -> dict:
         """Everything in the store as JSON-ready data (crops base64; embeddings only on request)."""
@@ -274,12 +351,13 @@ class MemoryStore:
             "format": FORMAT_NAME,
             "schema_version": self.schema_version,
             "meta": dict(conn.execute("SELECT key, value FROM meta").fetchall()),
+            "counters": dict(conn.execute("SELECT name, value FROM counters").fetchall()),
             "clips": rows("SELECT * FROM clips ORDER BY clip_index"),
             "text_nodes": rows("SELECT * FROM text_nodes ORDER BY seq"),
-            "node_clips": rows("SELECT * FROM node_clips ORDER BY node_id, clip_index"),
+            "node_clips": rows("SELECT * FROM node_clips ORDER BY rowid"),  # the order the graph loads
             "entities": rows("SELECT * FROM entities ORDER BY kind, seq"),
             "aliases": rows("SELECT * FROM aliases ORDER BY old_id"),
-            "edges": rows("SELECT * FROM edges ORDER BY node_id, entity_id"),
+            "edges": rows("SELECT * FROM edges ORDER BY rowid"),
             "evidence": rows("SELECT * FROM evidence ORDER BY id1, id2"),
         }
         if include_embeddings:
