@@ -10,6 +10,7 @@ from pathlib import Path
 
 from m3_agent import bringup
 from m3_agent.llm.cli import add_llm_arguments, service_for
+from m3_memory.errors import StoreError
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -203,6 +204,12 @@ BENCHMARKS = {
 }
 
 
+def _cmd_memory(args: argparse.Namespace) -> int:
+    from m3_memory.store_tools import COMMANDS
+
+    return COMMANDS[args.tool](args.args)
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     import importlib
 
@@ -353,6 +360,17 @@ def build_parser() -> argparse.ArgumentParser:
     for name, (_module, text) in DELEGATED.items():
         sub.add_parser(name, help=text, add_help=False)  # listed in --help; main() hands it over
 
+    from m3_memory.store_tools import COMMANDS as MEMORY_TOOLS
+
+    memory = sub.add_parser(
+        "memory",
+        help="check, repair, count, export and import a memory directory",
+        description="Tools over a memory directory. Arguments after the tool go to it: m3 memory check --help",
+    )
+    memory.add_argument("tool", choices=sorted(MEMORY_TOOLS), help="what to do")
+    memory.add_argument("args", nargs=argparse.REMAINDER, help="the tool's own arguments")
+    memory.set_defaults(func=_cmd_memory)
+
     bench = sub.add_parser(
         "bench",
         help="benchmarks; each prints one JSON object as its last stdout line",
@@ -373,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (FileNotFoundError, FileExistsError, ValueError, RuntimeError) as error:
+    except (FileNotFoundError, FileExistsError, ValueError, RuntimeError, StoreError) as error:
         print(f"m3 {args.command}: error: {error}", file=sys.stderr)
         return 2
 

@@ -1,7 +1,10 @@
-"""Command-line helpers over a memory directory, for `m3 memory export|check|import-reference`.
+"""`m3 memory export | import | check | stats | import-reference`: tools over a memory directory.
 
-Each `*_main(argv) -> int` prints machine-readable JSON on stdout (the last line) and returns an
-exit code: 0 ok, 1 problems found, 2 bad input (missing directory, refused pickle, newer schema).
+Each `*_main(argv) -> int` prints one JSON object as its last stdout line and returns an exit code:
+0 ok, 1 problems found (a damaged store, or a repaired copy that still has problems), 2 nothing
+done (no store, a file that is not a memory store, a newer schema, a refused export or pickle).
+Errors are one line on stderr: what is wrong and what to do. Stores are opened read-only except
+by the imports, which build a new store aside and move it into place only once it is complete.
 """
 
 from __future__ import annotations
@@ -9,84 +12,190 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import sys
+from collections.abc import Callable
 
-from m3_memory.errors import StoreError
-from m3_memory.store import DB_FILE, MemoryStore
+from m3_memory.errors import ModelMissingError, StoreError
+from m3_memory.store import MemoryStore
 
 
-def _open_existing(memory_dir: str) -> MemoryStore:
-    path = os.path.abspath(os.path.expanduser(memory_dir))
-    if not os.path.isfile(os.path.join(path, DB_FILE)):
-        raise StoreError(f"no memory store in {path}")
-    return MemoryStore(path, create=False)
+def _fail(command: str, error: Exception | str, report: dict | None = None) -> int:
+    print(f"m3 memory {command}: error: {error}", file=sys.stderr)
+    if report is not None:
+        print(json.dumps(report))
+    return 2
+
+
+def _damaged(store: MemoryStore, error: Exception) -> str:
+    return (
+        f"memory store {store.db_path} is damaged: {error}; `m3 memory check {store.memory_dir}` lists the "
+        "problems and `--repair NEW_DIR` salvages the rest"
+    )
 
 
 def export_main(argv: list[str] | None = None) -> int:
-    """Write the whole memory as JSON (to --output, or stdout)."""
+    """Write the whole memory as JSON (to --output, or stdout); with --embeddings it can be imported."""
     parser = argparse.ArgumentParser(prog="m3 memory export", description=export_main.__doc__)
     parser.add_argument("memory_dir")
     parser.add_argument("--output", "-o", help="file to write (default: stdout)")
-    parser.add_argument("--embeddings", action="store_true", help="include embedding vectors")
+    parser.add_argument("--embeddings", action="store_true", help="include embedding vectors (needed by import)")
     args = parser.parse_args(argv)
     try:
-        store = _open_existing(args.memory_dir)
+        store = MemoryStore(args.memory_dir, create=False, readonly=True)
     except StoreError as error:
-        print(f"m3 memory export: error: {error}", file=sys.stderr)
-        return 2
+        return _fail("export", error)
     try:
         data = store.export_json(include_embeddings=args.embeddings)
+    except (sqlite3.DatabaseError, ValueError) as error:  # damage quick_check cannot see (bad JSON, bad UTF-8)
+        return _fail("export", _damaged(store, error))
     finally:
         store.close()
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=1)
-        print(json.dumps({"output": os.path.abspath(args.output), "clips": len(data["clips"]),
-                          "text_nodes": len(data["text_nodes"]), "entities": len(data["entities"])}))  # fmt: skip
-    else:
+    if not args.output:
         print(json.dumps(data))
+        return 0
+    output = os.path.abspath(args.output)
+    try:
+        with open(output + ".tmp", "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=1)
+        os.replace(output + ".tmp", output)  # never a half-written export under the name asked for
+    except OSError as error:
+        return _fail("export", f"cannot write {output}: {error}")
+    counts = {name: len(data[name]) for name in ("clips", "text_nodes", "entities")}
+    print(json.dumps({"output": output, "embeddings": args.embeddings, **counts}))
+    return 0
+
+
+def import_main(argv: list[str] | None = None) -> int:
+    """Make a new memory directory from an export written with --embeddings."""
+    from m3_memory.store_import import MAX_EXPORT_BYTES, ExportFileError, import_export
+
+    parser = argparse.ArgumentParser(prog="m3 memory import", description=import_main.__doc__)
+    parser.add_argument("export_file", help="JSON from `m3 memory export DIR --embeddings -o FILE`")
+    parser.add_argument("memory_dir", help="new memory directory (must not exist, or be empty)")
+    parser.add_argument("--max-bytes", type=int, default=MAX_EXPORT_BYTES, help="largest export to read")
+    args = parser.parse_args(argv)
+    try:
+        report = import_export(args.export_file, args.memory_dir, args.max_bytes)
+    except (ExportFileError, StoreError) as error:
+        return _fail("import", error)
+    print(json.dumps(report))
     return 0
 
 
 def check_main(argv: list[str] | None = None) -> int:
-    """Run the integrity check; exit 1 when problems are found."""
+    """Check a memory's integrity (read-only); exit 1 when it is damaged. --repair NEW_DIR copies
+    what SQLite can still read into a new store, leaving the damaged one untouched."""
+    from m3_memory.store_repair import salvage
+
     parser = argparse.ArgumentParser(prog="m3 memory check", description=check_main.__doc__)
     parser.add_argument("memory_dir")
+    parser.add_argument("--repair", metavar="NEW_DIR", help="salvage into this new directory (must not exist)")
     args = parser.parse_args(argv)
+    memory_dir = os.path.abspath(os.path.expanduser(args.memory_dir))
     try:
-        store = _open_existing(args.memory_dir)
+        store = MemoryStore(memory_dir, create=False, readonly=True, verify=False)
     except StoreError as error:
-        print(json.dumps({"ok": False, "problems": [str(error)]}))
-        return 2
+        return _fail("check", error, {"ok": False, "memory_dir": memory_dir, "problems": [str(error)]})
     try:
         problems = store.integrity_check()
     finally:
         store.close()
-    print(json.dumps({"ok": not problems, "problems": problems}))
+    report: dict = {"ok": not problems, "memory_dir": memory_dir, "problems": problems}
+    if args.repair:
+        try:
+            report["repair"] = salvage(memory_dir, args.repair)
+        except StoreError as error:
+            return _fail("check", f"nothing was salvaged: {error}", report)
+        left = report["repair"]["problems"]
+        print(
+            f"m3 memory check: salvaged {memory_dir} into {report['repair']['output']}"
+            + (f"; it still has {len(left)} problem(s), listed in the JSON" if left else ""),
+            file=sys.stderr,
+        )
+        print(json.dumps(report))
+        return 1 if left else 0
+    if problems:
+        print(
+            f"m3 memory check: {memory_dir} is damaged ({len(problems)} problem(s), listed in the JSON); "
+            f"salvage it with: m3 memory check {memory_dir} --repair NEW_DIR",
+            file=sys.stderr,
+        )
+    print(json.dumps(report))
     return 0 if not problems else 1
 
 
+def stats_main(argv: list[str] | None = None) -> int:
+    """Count what a memory holds: clips, memories by kind, faces, voices, persons and their names."""
+    from m3_memory.store_check import counts
+
+    parser = argparse.ArgumentParser(prog="m3 memory stats", description=stats_main.__doc__)
+    parser.add_argument("memory_dir")
+    args = parser.parse_args(argv)
+    try:
+        store = MemoryStore(args.memory_dir, create=False, readonly=True)
+    except StoreError as error:
+        return _fail("stats", error)
+    try:
+        found = counts(store.conn())
+        report = {"memory_dir": store.memory_dir, "schema_version": store.schema_version, **found}
+        report["disk_bytes"] = store.disk_bytes()
+    except sqlite3.DatabaseError as error:
+        return _fail("stats", _damaged(store, error))
+    finally:
+        store.close()
+    print(json.dumps(report))
+    return 0
+
+
 def import_reference_main(argv: list[str] | None = None) -> int:
-    """Import a reference M3-Agent VideoGraph pickle (only with --trust-pickle)."""
+    """Import a reference M3-Agent VideoGraph pickle (only with --trust-pickle). The pickle is read and
+    checked first; a new memory directory is created only for a pickle that passed."""
+    from m3_memory.memory import Memory
+    from m3_memory.reference_import import (
+        MAX_PICKLE_BYTES,
+        ReferencePickleError,
+        UntrustedPickleError,
+        import_reference_graph,
+        load_reference_pickle,
+    )
+    from m3_memory.store import DB_FILE
+    from m3_memory.store_copy import new_store_dir
+
     parser = argparse.ArgumentParser(prog="m3 memory import-reference", description=import_reference_main.__doc__)
     parser.add_argument("pickle_file")
-    parser.add_argument("memory_dir")
+    parser.add_argument("memory_dir", help="memory directory to add to (created when missing)")
     parser.add_argument("--trust-pickle", action="store_true", help="I made this file; read it (restricted unpickler)")
+    parser.add_argument("--max-bytes", type=int, default=MAX_PICKLE_BYTES, help="largest pickle to read")
     args = parser.parse_args(argv)
-    from m3_memory.memory import Memory
-    from m3_memory.reference_import import UntrustedPickleError, import_reference
+    try:
+        graph = load_reference_pickle(args.pickle_file, args.trust_pickle, args.max_bytes)
+    except (UntrustedPickleError, ReferencePickleError, OSError) as error:
+        return _fail("import-reference", error)
+
+    def run(memory_dir: str) -> dict:
+        memory = Memory.open(memory_dir)
+        try:
+            return import_reference_graph(memory, graph).__dict__
+        finally:
+            memory.close()
 
     try:
-        memory = Memory.open(args.memory_dir)
-    except StoreError as error:
-        print(f"m3 memory import-reference: error: {error}", file=sys.stderr)
-        return 2
-    try:
-        summary = import_reference(memory, args.pickle_file, trusted=args.trust_pickle)
-    except (UntrustedPickleError, ValueError, OSError) as error:
-        print(f"m3 memory import-reference: error: {error}", file=sys.stderr)
-        return 2
-    finally:
-        memory.close()
-    print(json.dumps(summary.__dict__))
+        if os.path.lexists(os.path.join(os.path.expanduser(args.memory_dir), DB_FILE)):
+            summary = run(args.memory_dir)
+        else:
+            with new_store_dir(args.memory_dir) as work:
+                summary = run(work)
+    except (StoreError, ModelMissingError) as error:
+        return _fail("import-reference", error)
+    print(json.dumps(summary))
     return 0
+
+
+COMMANDS: dict[str, Callable[[list[str] | None], int]] = {
+    "check": check_main,
+    "export": export_main,
+    "import": import_main,
+    "import-reference": import_reference_main,
+    "stats": stats_main,
+}

@@ -14,7 +14,8 @@ def test_export_and_check(memory, tmp_path, capsys):
     memory.ingest(clip(0, faces=[face("face_1", 1)], voices=[voice("voice_1", 2, 3, "I like tea")]))
     memory_dir = memory.store.memory_dir
     assert check_main([memory_dir]) == 0
-    assert json.loads(capsys.readouterr().out.splitlines()[-1]) == {"ok": True, "problems": []}
+    report = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert report == {"ok": True, "memory_dir": memory_dir, "problems": []}
     out = tmp_path / "export.json"
     assert export_main([memory_dir, "-o", str(out)]) == 0
     summary = json.loads(capsys.readouterr().out.splitlines()[-1])
