@@ -9,8 +9,11 @@ never used.
 from __future__ import annotations
 
 import io
+import os
 import pickle
+import pickletools
 import re
+import struct
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,9 +21,21 @@ import numpy as np
 from m3_memory.graph import MemorizerOutput
 from m3_memory.records import KIND_EPISODIC, KIND_SEMANTIC, ClipEvidence, MemoryDraft
 
+MAX_PICKLE_BYTES = 1 << 30  # --max-bytes default: a pickle is read whole into memory before unpickling
+# What unpickling untrusted bytes can raise besides our own errors (the pickle module documents
+# "other exceptions", among them AttributeError, EOFError, ImportError and IndexError).
+_UNPICKLING_ERRORS = (
+    pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError,
+    OverflowError, MemoryError, RecursionError, struct.error,
+)  # fmt: skip
+
 
 class UntrustedPickleError(PermissionError):
     """Refused: the caller did not declare the pickle trusted, or it names a class not allowed."""
+
+
+class ReferencePickleError(ValueError):
+    """The file is not a usable reference VideoGraph pickle; the message names what is wrong."""
 
 
 class _Inert:
@@ -42,6 +57,21 @@ class RefNode(_Inert):
     pass
 
 
+class RefArray(np.ndarray):
+    """What numpy arrays in a reference pickle become: built only from their pickled bytes
+    (multiarray._reconstruct does not call __new__), never by a call with a shape to allocate."""
+
+    def __new__(cls, *args, **kwargs):
+        raise UntrustedPickleError("reference pickle calls numpy.ndarray directly, which is not allowed")
+
+
+def _guarded_bytes(*args):
+    """bytes() as pickles use it (bytes(), bytes(text, encoding)); bytes(n) would allocate n bytes."""
+    if args and isinstance(args[0], int):
+        raise UntrustedPickleError("reference pickle calls bytes(n), which is not allowed")
+    return bytes(*args)
+
+
 _ALLOWED = {
     ("builtins", "dict"): dict,
     ("builtins", "list"): list,
@@ -51,13 +81,13 @@ _ALLOWED = {
     ("builtins", "int"): int,
     ("builtins", "float"): float,
     ("builtins", "str"): str,
-    ("builtins", "bytes"): bytes,
+    ("builtins", "bytes"): _guarded_bytes,
     ("builtins", "complex"): complex,
     ("builtins", "object"): object,
     ("copyreg", "_reconstructor"): None,  # filled below with a guarded version
     ("collections", "OrderedDict"): None,
     ("collections", "defaultdict"): None,
-    ("numpy", "ndarray"): np.ndarray,
+    ("numpy", "ndarray"): RefArray,
     ("numpy", "dtype"): np.dtype,
     ("numpy.core.multiarray", "_reconstruct"): None,
     ("numpy._core.multiarray", "_reconstruct"): None,
@@ -101,19 +131,53 @@ class RestrictedUnpickler(pickle.Unpickler):
         return target
 
 
-def load_reference_pickle(path: str, trusted: bool = False) -> RefVideoGraph:
-    """The reference VideoGraph in a pickle, through the restricted unpickler; trusted must be True."""
+def load_reference_pickle(path: str, trusted: bool = False, max_bytes: int = MAX_PICKLE_BYTES) -> RefVideoGraph:
+    """The reference VideoGraph in a pickle, through the restricted unpickler; trusted must be True.
+
+    Before unpickling, the file's size is checked against max_bytes and its opcodes are walked
+    (pickletools.genops), so a declared length beyond the file is refused before any allocation.
+    Raises UntrustedPickleError, ReferencePickleError (naming what is wrong) or OSError."""
     if not trusted:
         raise UntrustedPickleError(
             f"refusing to read {path}: pickles can run code; pass trusted=True (CLI: --trust-pickle) only for "
             "files you made yourself"
         )
+    size = os.path.getsize(path)
+    if size > max_bytes:
+        raise ReferencePickleError(f"{path} is {size} bytes, more than the limit of {max_bytes} (--max-bytes)")
     with open(path, "rb") as handle:
-        data = handle.read()
-    graph = RestrictedUnpickler(io.BytesIO(data)).load()
-    if not isinstance(graph, RefVideoGraph) or not isinstance(getattr(graph, "nodes", None), dict):
-        raise ValueError(f"{path} does not hold a reference VideoGraph")
+        data = handle.read(max_bytes + 1)
+    try:
+        for _ in pickletools.genops(io.BytesIO(data)):
+            pass
+        graph = RestrictedUnpickler(io.BytesIO(data)).load()
+    except _UNPICKLING_ERRORS as error:
+        raise ReferencePickleError(f"{path} is not a readable pickle: {type(error).__name__}: {error}") from error
+    validate_reference_graph(graph, path)
     return graph
+
+
+def validate_reference_graph(graph, path: str) -> None:
+    """Check every field the import reads, so a wrong type is a clear error naming the node."""
+    if not isinstance(graph, RefVideoGraph) or not isinstance(getattr(graph, "nodes", None), dict):
+        raise ReferencePickleError(f"{path} does not hold a reference VideoGraph with a nodes dict")
+    for nid, node in graph.nodes.items():
+        where = f"{path}: node {nid!r}"
+        if not isinstance(nid, int) or isinstance(nid, bool) or nid < 0:
+            raise ReferencePickleError(f"{where}: node ids must be non-negative integers")
+        if not isinstance(node, RefNode) or not isinstance(getattr(node, "type", None), str):
+            raise ReferencePickleError(f"{where}: not a VideoGraph.Node with a string type")
+        if node.type not in (KIND_EPISODIC, KIND_SEMANTIC):
+            continue
+        metadata = getattr(node, "metadata", None)
+        if not isinstance(metadata, dict):
+            raise ReferencePickleError(f"{where}: metadata is {type(metadata).__name__}, not a dict")
+        stamp = metadata.get("timestamp", 0)
+        if not isinstance(stamp, (int, np.integer)) or isinstance(stamp, bool) or not 0 <= stamp < 2**31:
+            raise ReferencePickleError(f"{where}: timestamp (the clip id) must be an integer 0..2**31, not {stamp!r}")
+        contents = metadata.get("contents") or [""]
+        if not isinstance(contents, (list, tuple)) or not isinstance(contents[0], str):
+            raise ReferencePickleError(f"{where}: contents must be a list of strings")
 
 
 @dataclass
@@ -128,10 +192,14 @@ _REF_TAG = re.compile(r"<(face|voice)_(\d+)>")
 
 
 def import_reference(memory, path: str, trusted: bool = False) -> ImportSummary:
-    """Write a reference graph's clips into `memory` (an m3_memory.memory.Memory), one clip per
+    """Read the pickle at path (load_reference_pickle) and import it into memory."""
+    return import_reference_graph(memory, load_reference_pickle(path, trusted))
+
+
+def import_reference_graph(memory, ref: RefVideoGraph) -> ImportSummary:
+    """Write a checked reference graph's clips into `memory` (an m3_memory.memory.Memory), one clip per
     transaction, after any clips already stored. Faces and voices become entities (their reference
     node numbers are rewritten to new ids in the memory texts); texts are re-embedded with MiniLM."""
-    ref = load_reference_pickle(path, trusted)
     kinds = {"img": "face", "voice": "voice"}
     entity_nodes = sorted((nid, n) for nid, n in ref.nodes.items() if getattr(n, "type", "") in kinds)
     texts_by_clip: dict[int, list] = {}
