@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -91,9 +92,14 @@ class SuiteSession:
 
 
 def memory_dir_of(episodes_dir: Path, episode_id: str) -> Path:
-    """<episodes>/<id>/memory (what `m3 replay --memory` wrote), or <episodes>/<id> itself."""
+    """<episodes>/<id>/memory (what `m3 replay --memory` wrote), or <episodes>/<id> itself. The store
+    is opened read-only once here, so an empty, foreign, damaged or newer one stops the evaluation
+    (StoreError) before any question is asked, instead of being answered from as an empty memory."""
+    from m3_memory.store import MemoryStore
+
     for candidate in (episodes_dir / episode_id / "memory", episodes_dir / episode_id):
-        if (candidate / "memory.sqlite3").exists():
+        if os.path.lexists(candidate / "memory.sqlite3"):
+            MemoryStore(str(candidate), create=False, readonly=True).close()
             return candidate
     raise FileNotFoundError(
         f"no memory for episode {episode_id} in {episodes_dir} (expected {episodes_dir / episode_id / 'memory'}; "
