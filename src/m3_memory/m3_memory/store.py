@@ -114,15 +114,17 @@ class MemoryStore:
             )
         else:
             self._create()
+        # Checked through a read-only connection first: a read-write one would switch a foreign
+        # database to WAL mode (a write) before it was known not to be ours.
+        probe = self._connect(readonly=True)
         try:
-            self._check_contents(self.conn(), verify)
+            self._check_contents(probe, verify)
         except sqlite3.DatabaseError as error:
-            self.close()
-            raise self._damaged(f"is unreadable: {error}") from error
-        except BaseException:
-            self.close()
-            raise
+            raise self._damaged(f"is damaged: SQLite cannot read it ({error})") from error
+        finally:
+            probe.close()
         if not readonly:
+            self.conn()
             self._write_schema_file()
 
     # -- opening ----------------------------------------------------------------------------------
@@ -254,21 +256,24 @@ class MemoryStore:
         """This thread's connection (sqlite3 connections must not be shared across threads)."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            try:
-                if self.readonly:  # mode=ro: SQLite writes nothing to the store (it may add an empty -wal/-shm)
-                    uri = f"file:{urllib.parse.quote(self.db_path)}?mode=ro"
-                    conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None, check_same_thread=False)
-                else:
-                    conn = sqlite3.connect(self.db_path, timeout=30.0, isolation_level=None, check_same_thread=False)
-                    conn.execute("PRAGMA journal_mode=WAL")
-                    conn.execute("PRAGMA synchronous=FULL")
-                    conn.execute("PRAGMA foreign_keys=ON")
-            except sqlite3.DatabaseError as error:
-                raise StoreError(f"memory store {self.db_path} is unreadable: {error}") from error
+            conn = self._connect(self.readonly)
             self._local.conn = conn
             with self._conn_lock:
                 self._connections.append(conn)
         return conn
+
+    def _connect(self, readonly: bool) -> sqlite3.Connection:
+        try:
+            if readonly:  # mode=ro: SQLite writes nothing to the store (it may add an empty -wal/-shm)
+                uri = f"file:{urllib.parse.quote(self.db_path)}?mode=ro"
+                return sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(self.db_path, timeout=30.0, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            return conn
+        except sqlite3.DatabaseError as error:
+            raise StoreError(f"memory store {self.db_path} is unreadable: {error}") from error
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import sqlite3
-import sys
-import types
 
 import pytest
 from m3mem_evidence import clip, face, match, voice
+from reference_pickles import write_reference_pickle
 
 from m3_memory.errors import SchemaVersionError, StoreError
 from m3_memory.memory import Memory
@@ -75,54 +75,9 @@ def test_integrity_check_finds_damage_and_export(memory):
 
 
 # -- reference pickles ----------------------------------------------------------------------------
-def _reference_module() -> types.ModuleType:
-    """A stand-in for the reference's mmagent.videograph with the same class layout."""
-    module = types.ModuleType("mmagent.videograph")
-
-    class VideoGraph:
-        class Node:
-            def __init__(self, node_id, node_type):
-                self.id, self.type, self.embeddings, self.metadata = node_id, node_type, [], {}
-
-        def __init__(self):
-            self.nodes, self.edges, self.text_nodes, self.next_node_id = {}, {}, [], 0
-
-    VideoGraph.__module__ = "mmagent.videograph"
-    VideoGraph.__qualname__ = "VideoGraph"
-    VideoGraph.Node.__module__ = "mmagent.videograph"
-    VideoGraph.Node.__qualname__ = "VideoGraph.Node"
-    module.VideoGraph = VideoGraph
-    return module
-
-
-def _write_reference_pickle(path) -> None:
-    import numpy as np
-
-    module = _reference_module()
-    sys.modules.setdefault("mmagent", types.ModuleType("mmagent"))
-    sys.modules["mmagent.videograph"] = module
-    try:
-        graph = module.VideoGraph()
-        for nid, kind in ((0, "img"), (1, "voice")):
-            node = module.VideoGraph.Node(nid, kind)
-            node.embeddings = [np.ones(4, dtype=np.float32)]
-            node.metadata = {"contents": ["crop"]}
-            graph.nodes[nid] = node
-        for nid, (kind, text, clip_id) in enumerate(
-            [("episodic", "<face_0> opens the fridge.", 0), ("semantic", "Equivalence: <face_0>, <voice_1>", 0),
-             ("episodic", "<voice_1> says the milk is gone.", 1)], start=2):  # fmt: skip
-            node = module.VideoGraph.Node(nid, kind)
-            node.metadata = {"contents": [text], "timestamp": clip_id}
-            graph.nodes[nid] = node
-        with open(path, "wb") as handle:
-            pickle.dump(graph, handle)
-    finally:
-        del sys.modules["mmagent.videograph"]
-
-
 def test_reference_pickle_import(tmp_path, embedder):
     path = tmp_path / "video.pkl"
-    _write_reference_pickle(path)
+    write_reference_pickle(path)
     mem = Memory.open(str(tmp_path / "m"), embedder)
     with pytest.raises(UntrustedPickleError, match="trusted"):
         import_reference(mem, str(path))
@@ -147,6 +102,21 @@ def test_restricted_unpickler_refuses_code(tmp_path):
     path = tmp_path / "evil.pkl"
     path.write_bytes(pickle.dumps(_Exploit()))
     with pytest.raises(UntrustedPickleError, match="allow-list"):
+        load_reference_pickle(str(path), trusted=True)
+
+
+@pytest.mark.parametrize(
+    "opcodes, call",
+    [
+        (b"cbuiltins\nbytes\nJ\x00\x00\x10\x00\x85R.", "bytes(n)"),  # bytes(1 MiB)
+        (b"cnumpy\nndarray\nK\x10\x85\x85R.", "numpy.ndarray directly"),  # ndarray((16,))
+    ],
+)
+def test_restricted_unpickler_refuses_calls_that_allocate_a_declared_size(tmp_path, opcodes, call):
+    """Allowed names, called with a size: a tiny pickle could ask for any amount of memory."""
+    path = tmp_path / "alloc.pkl"
+    path.write_bytes(b"\x80\x04" + opcodes)
+    with pytest.raises(UntrustedPickleError, match=re.escape(call)):
         load_reference_pickle(str(path), trusted=True)
 
 
