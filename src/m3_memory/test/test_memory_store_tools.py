@@ -1,4 +1,4 @@
-"""The command-line helpers over a memory directory (export, check)."""
+"""The command-line helpers over a memory directory (export, check), called in-process."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import json
 import sqlite3
 
 from m3mem_evidence import clip, face, voice
+from store_damage import build_store, digest, flip_leaf
 
 from m3_memory.store_tools import check_main, export_main
 
@@ -31,3 +32,14 @@ def test_export_and_check(memory, tmp_path, capsys):
     assert "face/voice without person" in capsys.readouterr().out
     assert check_main([str(tmp_path / "nothing")]) == 2
     assert export_main([str(tmp_path / "nothing")]) == 2
+
+
+def test_check_reports_a_damaged_page_instead_of_raising(tmp_path, embedder, capsys):
+    """The check used to die with sqlite3.DatabaseError on the store it was meant to diagnose."""
+    memory_dir = str(tmp_path / "mem")
+    flip_leaf(build_store(memory_dir, embedder, clips=6), "text_nodes")
+    before = digest(memory_dir)
+    assert check_main([memory_dir]) == 1
+    report = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert not report["ok"] and any("database disk image is malformed" in p for p in report["problems"])
+    assert digest(memory_dir) == before
