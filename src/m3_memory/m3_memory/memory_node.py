@@ -7,7 +7,6 @@ publishes it on /m3/memory/clips; serves /m3/memory/{search_node,search_clip,get
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import traceback
 
@@ -279,10 +278,6 @@ class MemoryNode(Node):
             response.error_code, response.error_message = error.code, error.message
         elif isinstance(error, StoreError):
             response.error_code, response.error_message = errors.STORE_UNAVAILABLE, str(error)
-        elif isinstance(error, sqlite3.DatabaseError):  # damage in a page the open's quick_check passed
-            message = f"memory store {self.memory_dir} is damaged: {error}; run `m3 memory check {self.memory_dir}`"
-            response.error_code, response.error_message = errors.STORE_UNAVAILABLE, message
-            self.get_logger().error(message, throttle_duration_sec=5.0)
         else:
             response.error_code, response.error_message = errors.INTERNAL_ERROR, f"{type(error).__name__}: {error}"
             self.get_logger().error(f"service failure: {traceback.format_exc()}")
