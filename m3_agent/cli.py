@@ -207,7 +207,7 @@ BENCHMARKS = {
 def _cmd_memory(args: argparse.Namespace) -> int:
     from m3_memory.store_tools import COMMANDS
 
-    return COMMANDS[args.tool](args.args)
+    return COMMANDS[args.target](args.args)
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -362,23 +362,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     from m3_memory.store_tools import COMMANDS as MEMORY_TOOLS
 
-    memory = sub.add_parser(
-        "memory",
-        help="check, repair, count, export and import a memory directory",
-        description="Tools over a memory directory. Arguments after the tool go to it: m3 memory check --help",
-    )
-    memory.add_argument("tool", choices=sorted(MEMORY_TOOLS), help="what to do")
-    memory.add_argument("args", nargs=argparse.REMAINDER, help="the tool's own arguments")
-    memory.set_defaults(func=_cmd_memory)
-
-    bench = sub.add_parser(
-        "bench",
-        help="benchmarks; each prints one JSON object as its last stdout line",
-        description="Run a benchmark. Arguments after the target go to it: m3 bench memory --help",
-    )
-    bench.add_argument("target", choices=sorted(BENCHMARKS), help="what to measure")
-    bench.add_argument("args", nargs=argparse.REMAINDER, help="the benchmark's own arguments")
-    bench.set_defaults(func=_cmd_bench)
+    for name, choices, func, text, example in (
+        ("memory", MEMORY_TOOLS, _cmd_memory, "check, repair, count, export and import a memory directory", "check"),
+        ("bench", BENCHMARKS, _cmd_bench, "benchmarks; each prints one JSON object as its last stdout line", "memory"),
+    ):  # each hands the arguments after its first one to a module's main(argv)
+        usage = f"{text}. Arguments after the first go to it: m3 {name} {example} --help"
+        handover = sub.add_parser(name, help=text, description=usage)
+        handover.add_argument("target", choices=sorted(choices), help="what to do")
+        handover.add_argument("args", nargs=argparse.REMAINDER, help="its own arguments")
+        handover.set_defaults(func=func)
     return parser
 
 

@@ -10,11 +10,13 @@ by the imports, which build a new store aside and move it into place only once i
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sqlite3
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from m3_memory.errors import ModelMissingError, StoreError
 from m3_memory.store import MemoryStore
@@ -27,13 +29,38 @@ def _fail(command: str, error: Exception | str, report: dict | None = None) -> i
     return 2
 
 
-def _damaged(store: MemoryStore, error: Exception) -> str:
-    return (
-        f"memory store {store.db_path} is damaged: {error}; `m3 memory check {store.memory_dir}` lists the "
-        "problems and `--repair NEW_DIR` salvages the rest"
-    )
+def _command(name: str) -> Callable[[Callable[[list[str] | None], int]], Callable[[list[str] | None], int]]:
+    """The tool's refusals (no or bad store, bad export or pickle, a full disk) as one line, exit 2."""
+
+    def wrap(main: Callable[[list[str] | None], int]) -> Callable[[list[str] | None], int]:
+        @functools.wraps(main)
+        def run(argv: list[str] | None = None) -> int:
+            try:
+                return main(argv)
+            except (StoreError, ModelMissingError, OSError, ValueError, sqlite3.Error) as error:
+                return _fail(name, error)
+
+        return run
+
+    return wrap
 
 
+@contextmanager
+def _reading(memory_dir: str) -> Iterator[MemoryStore]:
+    """The store opened read-only; damage quick_check cannot see (bad JSON, bad UTF-8) is a StoreError."""
+    store = MemoryStore(memory_dir, create=False, readonly=True)
+    try:
+        yield store
+    except (sqlite3.DatabaseError, ValueError) as error:
+        raise StoreError(
+            f"memory store {store.db_path} is damaged: {error}; `m3 memory check {store.memory_dir}` lists the "
+            "problems and `--repair NEW_DIR` salvages the rest"
+        ) from error
+    finally:
+        store.close()
+
+
+@_command("export")
 def export_main(argv: list[str] | None = None) -> int:
     """Write the whole memory as JSON (to --output, or stdout); with --embeddings it can be imported."""
     parser = argparse.ArgumentParser(prog="m3 memory export", description=export_main.__doc__)
@@ -41,48 +68,35 @@ def export_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", "-o", help="file to write (default: stdout)")
     parser.add_argument("--embeddings", action="store_true", help="include embedding vectors (needed by import)")
     args = parser.parse_args(argv)
-    try:
-        store = MemoryStore(args.memory_dir, create=False, readonly=True)
-    except StoreError as error:
-        return _fail("export", error)
-    try:
+    with _reading(args.memory_dir) as store:
         data = store.export_json(include_embeddings=args.embeddings)
-    except (sqlite3.DatabaseError, ValueError) as error:  # damage quick_check cannot see (bad JSON, bad UTF-8)
-        return _fail("export", _damaged(store, error))
-    finally:
-        store.close()
     if not args.output:
         print(json.dumps(data))
         return 0
     output = os.path.abspath(args.output)
-    try:
-        with open(output + ".tmp", "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=1)
-        os.replace(output + ".tmp", output)  # never a half-written export under the name asked for
-    except OSError as error:
-        return _fail("export", f"cannot write {output}: {error}")
+    with open(output + ".tmp", "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=1)
+    os.replace(output + ".tmp", output)  # never a half-written export under the name asked for
     counts = {name: len(data[name]) for name in ("clips", "text_nodes", "entities")}
     print(json.dumps({"output": output, "embeddings": args.embeddings, **counts}))
     return 0
 
 
+@_command("import")
 def import_main(argv: list[str] | None = None) -> int:
     """Make a new memory directory from an export written with --embeddings."""
-    from m3_memory.store_import import MAX_EXPORT_BYTES, ExportFileError, import_export
+    from m3_memory.store_import import MAX_EXPORT_BYTES, import_export
 
     parser = argparse.ArgumentParser(prog="m3 memory import", description=import_main.__doc__)
     parser.add_argument("export_file", help="JSON from `m3 memory export DIR --embeddings -o FILE`")
     parser.add_argument("memory_dir", help="new memory directory (must not exist, or be empty)")
     parser.add_argument("--max-bytes", type=int, default=MAX_EXPORT_BYTES, help="largest export to read")
     args = parser.parse_args(argv)
-    try:
-        report = import_export(args.export_file, args.memory_dir, args.max_bytes)
-    except (ExportFileError, StoreError) as error:
-        return _fail("import", error)
-    print(json.dumps(report))
+    print(json.dumps(import_export(args.export_file, args.memory_dir, args.max_bytes)))
     return 0
 
 
+@_command("check")
 def check_main(argv: list[str] | None = None) -> int:
     """Check a memory's integrity (read-only); exit 1 when it is damaged. --repair NEW_DIR copies
     what SQLite can still read into a new store, leaving the damaged one untouched."""
@@ -125,6 +139,7 @@ def check_main(argv: list[str] | None = None) -> int:
     return 0 if not problems else 1
 
 
+@_command("stats")
 def stats_main(argv: list[str] | None = None) -> int:
     """Count what a memory holds: clips, memories by kind, faces, voices, persons and their names."""
     from m3_memory.store_check import counts
@@ -132,33 +147,19 @@ def stats_main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="m3 memory stats", description=stats_main.__doc__)
     parser.add_argument("memory_dir")
     args = parser.parse_args(argv)
-    try:
-        store = MemoryStore(args.memory_dir, create=False, readonly=True)
-    except StoreError as error:
-        return _fail("stats", error)
-    try:
-        found = counts(store.conn())
-        report = {"memory_dir": store.memory_dir, "schema_version": store.schema_version, **found}
+    with _reading(args.memory_dir) as store:
+        report = {"memory_dir": store.memory_dir, "schema_version": store.schema_version, **counts(store.conn())}
         report["disk_bytes"] = store.disk_bytes()
-    except sqlite3.DatabaseError as error:
-        return _fail("stats", _damaged(store, error))
-    finally:
-        store.close()
     print(json.dumps(report))
     return 0
 
 
+@_command("import-reference")
 def import_reference_main(argv: list[str] | None = None) -> int:
     """Import a reference M3-Agent VideoGraph pickle (only with --trust-pickle). The pickle is read and
     checked first; a new memory directory is created only for a pickle that passed."""
     from m3_memory.memory import Memory
-    from m3_memory.reference_import import (
-        MAX_PICKLE_BYTES,
-        ReferencePickleError,
-        UntrustedPickleError,
-        import_reference_graph,
-        load_reference_pickle,
-    )
+    from m3_memory.reference_import import MAX_PICKLE_BYTES, import_reference_graph, load_reference_pickle
     from m3_memory.store import DB_FILE
     from m3_memory.store_copy import new_store_dir
 
@@ -168,10 +169,7 @@ def import_reference_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trust-pickle", action="store_true", help="I made this file; read it (restricted unpickler)")
     parser.add_argument("--max-bytes", type=int, default=MAX_PICKLE_BYTES, help="largest pickle to read")
     args = parser.parse_args(argv)
-    try:
-        graph = load_reference_pickle(args.pickle_file, args.trust_pickle, args.max_bytes)
-    except (UntrustedPickleError, ReferencePickleError, OSError) as error:
-        return _fail("import-reference", error)
+    graph = load_reference_pickle(args.pickle_file, args.trust_pickle, args.max_bytes)
 
     def run(memory_dir: str) -> dict:
         memory = Memory.open(memory_dir)
@@ -180,14 +178,11 @@ def import_reference_main(argv: list[str] | None = None) -> int:
         finally:
             memory.close()
 
-    try:
-        if os.path.lexists(os.path.join(os.path.expanduser(args.memory_dir), DB_FILE)):
-            summary = run(args.memory_dir)
-        else:
-            with new_store_dir(args.memory_dir) as work:
-                summary = run(work)
-    except (StoreError, ModelMissingError) as error:
-        return _fail("import-reference", error)
+    if os.path.lexists(os.path.join(os.path.expanduser(args.memory_dir), DB_FILE)):
+        summary = run(args.memory_dir)
+    else:
+        with new_store_dir(args.memory_dir) as work:
+            summary = run(work)
     print(json.dumps(summary))
     return 0
 
