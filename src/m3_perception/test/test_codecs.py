@@ -1,11 +1,8 @@
 """Unit tests of the image and audio conversions, including every error path."""
 
-import struct
-import zlib
-
-import cv2
 import numpy as np
 import pytest
+from bad_images import black_png, jpeg_claiming, png_claiming
 
 from m3_perception.audio_codec import AudioDecodeError, AudioLimits, decode_chunk, encode_s16le
 from m3_perception.image_codec import (
@@ -101,23 +98,6 @@ def test_audio_errors() -> None:
     assert issubclass(AudioDecodeError, ValueError)
 
 
-def jpeg_claiming(width: int, height: int) -> bytes:
-    """A real 64x48 JPEG whose frame header (SOF0) is patched to declare width x height."""
-    data = bytearray(encode_jpeg(np.full((48, 64, 3), 90, np.uint8), 90))
-    sof = data.index(b"\xff\xc0")
-    data[sof + 5 : sof + 9] = struct.pack(">HH", height, width)
-    return bytes(data)
-
-
-def png_claiming(width: int, height: int) -> bytes:
-    """A real 64x48 PNG whose IHDR is patched to declare width x height, its CRC fixed (libpng checks it)."""
-    _, buf = cv2.imencode(".png", np.full((48, 64, 3), 90, np.uint8))
-    data = bytearray(buf.tobytes())
-    data[16:24] = struct.pack(">II", width, height)
-    data[29:33] = struct.pack(">I", zlib.crc32(bytes(data[12:29])))  # CRC over chunk type + IHDR data
-    return bytes(data)
-
-
 @pytest.mark.parametrize("make", [jpeg_claiming, png_claiming])
 def test_compressed_image_declaring_30000x30000_is_refused_before_decoding(make) -> None:
     """Issue 13: a 17 KB JPEG declaring 30000x30000 decoded to 2.7 GB and crashed mediapipe."""
@@ -126,18 +106,6 @@ def test_compressed_image_declaring_30000x30000_is_refused_before_decoding(make)
     with pytest.raises(ImageDecodeError, match="30000x30000 = 900000000 pixels is over the limit of 40000000"):
         decode_compressed("png" if make is png_claiming else "jpeg", data)
     assert decode_compressed("jpeg", make(64, 48), max_pixels=64 * 48).shape == (48, 64, 3)  # at the limit
-
-
-def black_png(width: int, height: int) -> bytes:
-    """A complete grey-scale PNG of zeros: 16000x16000 is 249 KB and decodes to 768 MB of RGB."""
-
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-
-    deflate, rows = zlib.compressobj(9), bytes((width + 1) * 1000)  # each row: filter byte 0, then pixels
-    idat = b"".join(deflate.compress(rows[: (width + 1) * min(1000, height - y)]) for y in range(0, height, 1000))
-    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat + deflate.flush()) + chunk(b"IEND", b"")
 
 
 def test_a_small_png_of_a_huge_image_is_refused_undecoded() -> None:
