@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-from bad_images import black_png, jpeg_claiming, png_claiming
 
 from m3_perception.audio_codec import AudioDecodeError, AudioLimits, decode_chunk, encode_s16le
 from m3_perception.image_codec import (
@@ -12,6 +11,7 @@ from m3_perception.image_codec import (
     decode_raw,
     encode_jpeg,
 )
+from m3_perception.synthetic import black_png, jpeg_claiming, png_claiming
 
 
 def _img(h: int = 4, w: int = 5) -> np.ndarray:

@@ -11,7 +11,6 @@ import time
 import numpy as np
 import pytest
 import rclpy
-from bad_images import jpeg_claiming, png_claiming
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -23,7 +22,7 @@ from m3_perception.audio_codec import encode_s16le
 from m3_perception.image_codec import encode_jpeg, encode_raw_rgb8
 from m3_perception.metrics import wer
 from m3_perception.perception_node import PerceptionNode, to_sec, to_time
-from m3_perception.synthetic import compose, face_photos, speak
+from m3_perception.synthetic import compose, face_photos, jpeg_claiming, png_claiming, speak
 
 T0 = 1000.0  # stream time of the episode start [s]
 SCENE_S = 4.0
