@@ -137,7 +137,7 @@ class PerceptionNode(Node):
             self.pub_progress.publish(Clock(clock=to_time(until)))
 
     # -- inputs --------------------------------------------------------------------------------
-    def _stream_time(self, stamp: Time, guard: StampGuard, what: str) -> bool:
+    def _stamp_ok(self, stamp: Time, guard: StampGuard, what: str) -> bool:
         """Whether a message's stamp is usable stream time; if not it is dropped with a warning."""
         try:
             if guard.admit(header_ns(stamp.sec, stamp.nanosec)) and guard is self.audio_stamps:
@@ -152,7 +152,7 @@ class PerceptionNode(Node):
 
     def _on_image(self, msg: Image) -> None:
         stamp = to_sec(msg.header.stamp)
-        if not self._stream_time(msg.header.stamp, self.image_stamps, "camera frame"):
+        if not self._stamp_ok(msg.header.stamp, self.image_stamps, "camera frame"):
             return
         if not self.engine.frame_wanted(stamp):
             return
@@ -166,7 +166,7 @@ class PerceptionNode(Node):
 
     def _on_compressed(self, msg: CompressedImage) -> None:
         stamp = to_sec(msg.header.stamp)
-        if not self._stream_time(msg.header.stamp, self.image_stamps, "camera frame"):
+        if not self._stamp_ok(msg.header.stamp, self.image_stamps, "camera frame"):
             return
         if not self.engine.frame_wanted(stamp):
             return
@@ -179,7 +179,7 @@ class PerceptionNode(Node):
         self.engine.submit_frame(stamp, rgb)
 
     def _on_audio(self, msg: AudioChunk) -> None:
-        if not self._stream_time(msg.header.stamp, self.audio_stamps, "audio chunk"):
+        if not self._stamp_ok(msg.header.stamp, self.audio_stamps, "audio chunk"):
             return
         try:
             samples = decode_chunk(
