@@ -80,12 +80,11 @@ def test_a_huge_image_query_is_invalid_before_it_is_decoded():
 
 def test_audio_queries_outside_the_limits_are_invalid_audio():
     """Issue 13: sample_rate 999 999 937 made the resampler raise MemoryError (INTERNAL_ERROR)."""
-    encoders = QueryEncoders(voice_encoder=NeverCalled(), max_audio_s=2.0)
-    for args, reason in (
-        ((999_999_937, 1, "S16LE", bytes(65536)), "sample_rate 999999937 Hz is outside"),
-        ((1, 1, "S16LE", bytes(65536)), "sample_rate 1 Hz is outside"),
-        ((16000, 1, "S16LE", bytes(2 * 16000 * 3)), "longer than the limit of 2.0 s"),
-    ):
-        with pytest.raises(MemoryApiError, match=reason) as info:
-            encoders.voice_embedding_from_audio(*args)
+    encoders = QueryEncoders(voice_encoder=NeverCalled())
+    for rate in (999_999_937, 1):
+        with pytest.raises(MemoryApiError, match=f"sample_rate {rate} Hz is outside") as info:
+            encoders.voice_embedding_from_audio(rate, 1, "S16LE", bytes(65536))
         assert info.value.code == errors.INVALID_AUDIO
+    short = QueryEncoders(voice_encoder=NeverCalled(), max_audio_s=2.0)
+    with pytest.raises(MemoryApiError, match=r"3\.0 s is longer than the limit of 2\.0 s"):
+        short.voice_embedding_from_audio(16000, 1, "S16LE", bytes(96000))
