@@ -113,8 +113,7 @@ class Replayer:
         return next_index, 0.0
 
     def run(self, bag: str | Path, progress: Callable[[float, float], None] | None = None) -> ReplayReport:
-        from m3_memory.assembly import clip_ingester, keyframes_per_clip
-        from m3_memory.clip_window import ClipWindows
+        from m3_memory.assembly import clip_ingester, clip_windows
         from m3_memory.records import MATCH_FACE, MATCH_VOICE, FaceEvidence, MatchEvidence, VoiceEvidence
         from m3_perception.audio_codec import AudioDecodeError, AudioLimits, decode_chunk
         from m3_perception.image_codec import ImageDecodeError, decode_compressed, decode_raw, encode_jpeg
@@ -129,14 +128,7 @@ class Replayer:
         if image_topic is None and audio_topic is None:
             raise ValueError(f"{bag} has no camera or AudioChunk topic I can choose; it has {sorted(info.topics)}")
         first_index, skip_s = self._state(bag, info.start_ns)
-        windows = ClipWindows(
-            self.memory_params["clip_seconds"],
-            first_index,
-            self.memory_params["clip_close_delay"],
-            origin_ns=info.start_ns,
-            keyframes=keyframes_per_clip(self.memory_params),
-            max_jump_s=self.memory_params["max_stamp_jump_s"],
-        )
+        windows = clip_windows(self.memory_params, first_index, origin_ns=info.start_ns)
         # The perception node's input checks: stamps per input, then bounded decoding.
         stamps = {topic: StampGuard(p["max_stamp_jump_s"]) for topic in (image_topic, audio_topic) if topic}
         audio_limits = AudioLimits(p["audio_sample_rate_min"], p["audio_sample_rate_max"], p["max_audio_chunk_s"])

@@ -21,8 +21,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from m3_interfaces.msg import ClipMemory, Entity, EntityMatch, FaceTracks, MemoryItem, VoiceSegment
 from m3_interfaces.srv import GetEntity, GetStats, SearchClip, SearchNode
 from m3_memory import errors
-from m3_memory.assembly import clip_ingester, keyframes_per_clip, make_memorizer, memory_dir, open_memory
-from m3_memory.clip_window import ClipWindows
+from m3_memory.assembly import clip_ingester, clip_windows, make_memorizer, memory_dir, open_memory
 from m3_memory.errors import MemoryApiError, ModelMissingError, StoreError
 from m3_memory.ingest_worker import ClipIngester
 from m3_memory.memory import Memory
@@ -69,13 +68,7 @@ class MemoryNode(Node):
             self.store_error = f"memory store {self.memory_dir} unavailable: {error}"
             self.get_logger().error(self.store_error)
         first_index = self.memory.next_clip_index if self.memory else 0
-        self.windows = ClipWindows(
-            p["clip_seconds"],
-            first_index,
-            p["clip_close_delay"],
-            keyframes=keyframes_per_clip(p),
-            max_jump_s=p["max_stamp_jump_s"],
-        )
+        self.windows = clip_windows(p, first_index)
         if p["memorizer"] == "openai" and p["openai_keyframes"] > 0 and not p["keyframe_topic"]:
             self.get_logger().warning("openai_keyframes > 0 but keyframe_topic is empty: the model gets no frames")
         self.drain_s = float(p["memorize_drain_s"])

@@ -72,7 +72,10 @@ class PerceptionNode(Node):
             raise ValueError(f"sensor_reliability must be 'best_effort' or 'reliable', got {chosen!r}")
         params = {name: g(name).value for name in PARAMETERS}
         if params["audio_sample_rate_min"] > params["audio_sample_rate_max"]:
-            raise ValueError("audio_sample_rate_min must not be above audio_sample_rate_max")
+            raise ValueError(
+                f"audio_sample_rate_min ({params['audio_sample_rate_min']}) must not be above "
+                f"audio_sample_rate_max ({params['audio_sample_rate_max']})"
+            )
         self.max_image_pixels = params["max_image_pixels"]
         self.audio_limits = AudioLimits(
             params["audio_sample_rate_min"], params["audio_sample_rate_max"], params["max_audio_chunk_s"]
