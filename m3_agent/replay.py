@@ -113,11 +113,11 @@ class Replayer:
         return next_index, 0.0
 
     def run(self, bag: str | Path, progress: Callable[[float, float], None] | None = None) -> ReplayReport:
-        from m3_memory.assembly import clip_ingester, keyframes_per_clip
-        from m3_memory.clip_window import ClipWindows
+        from m3_memory.assembly import clip_ingester, clip_windows
         from m3_memory.records import MATCH_FACE, MATCH_VOICE, FaceEvidence, MatchEvidence, VoiceEvidence
-        from m3_perception.audio_codec import AudioDecodeError, decode_chunk
+        from m3_perception.audio_codec import AudioDecodeError, AudioLimits, decode_chunk
         from m3_perception.image_codec import ImageDecodeError, decode_compressed, decode_raw, encode_jpeg
+        from m3_perception.stamps import StampGuard, StampRejected, header_ns
 
         bag = Path(bag).resolve()
         info = bag_info(bag)
@@ -128,13 +128,10 @@ class Replayer:
         if image_topic is None and audio_topic is None:
             raise ValueError(f"{bag} has no camera or AudioChunk topic I can choose; it has {sorted(info.topics)}")
         first_index, skip_s = self._state(bag, info.start_ns)
-        windows = ClipWindows(
-            self.memory_params["clip_seconds"],
-            first_index,
-            self.memory_params["clip_close_delay"],
-            origin_ns=info.start_ns,
-            keyframes=keyframes_per_clip(self.memory_params),
-        )
+        windows = clip_windows(self.memory_params, first_index, origin_ns=info.start_ns)
+        # The perception node's input checks: stamps per input, then bounded decoding.
+        stamps = {topic: StampGuard(p["max_stamp_jump_s"]) for topic in (image_topic, audio_topic) if topic}
+        audio_limits = AudioLimits(p["audio_sample_rate_min"], p["audio_sample_rate_max"], p["max_audio_chunk_s"])
         min_gap_s = 1.0 / p["face_rate_hz"]
         counts = {"frames": 0, "faces": 0, "utterances": 0, "matches": 0, "clips": 0, "bad": 0}
         last_frame_s: float | None = None
@@ -146,36 +143,38 @@ class Replayer:
             for clip in clips:
                 ingester.submit(clip)
 
+        def add(item) -> None:
+            try:
+                store(windows.add(item))
+            except StampRejected:
+                counts["bad"] += 1
+
         def on_voice_events(events) -> None:
             for event in events:
                 counts["utterances"] += 1
-                store(
-                    windows.add(
-                        VoiceEvidence(
-                            event.voice_id,
-                            round(event.start * NS),
-                            round(event.end * NS),
-                            event.transcript.text,
-                            float(event.transcript.confidence),
-                            event.embedding.tolist(),
-                            event.segment_id,
-                        )
+                add(
+                    VoiceEvidence(
+                        event.voice_id,
+                        round(event.start * NS),
+                        round(event.end * NS),
+                        event.transcript.text,
+                        float(event.transcript.confidence),
+                        event.embedding.tolist(),
+                        event.segment_id,
                     )
                 )
                 match = self.matcher.on_utterance(event.voice_id, event.start, event.end)
                 if match is not None:
                     counts["matches"] += 1
-                    store(
-                        windows.add(
-                            MatchEvidence(
-                                match.face_id,
-                                match.voice_id,
-                                match.confidence,
-                                match.evidence_count,
-                                round(match.stamp * NS),
-                                MATCH_FACE,
-                                MATCH_VOICE,
-                            )
+                    add(
+                        MatchEvidence(
+                            match.face_id,
+                            match.voice_id,
+                            match.confidence,
+                            match.evidence_count,
+                            round(match.stamp * NS),
+                            MATCH_FACE,
+                            MATCH_VOICE,
                         )
                     )
 
@@ -187,17 +186,22 @@ class Replayer:
                 msg = deserialize(message)
                 header_s = msg.header.stamp.sec + msg.header.stamp.nanosec / NS
                 try:
+                    if stamps[message.topic].admit(header_ns(msg.header.stamp.sec, msg.header.stamp.nanosec)):
+                        if message.topic == audio_topic:
+                            on_voice_events(self.voices.flush())  # the stream moved: no utterance spans it
                     if message.topic == audio_topic:
                         samples = decode_chunk(
-                            msg.sample_rate, msg.channels, msg.sample_format, msg.data, msg.coding_format
+                            msg.sample_rate, msg.channels, msg.sample_format, msg.data, msg.coding_format, audio_limits
                         )
                         on_voice_events(self.voices.feed(samples, header_s))
                     elif last_frame_s is None or header_s - last_frame_s >= min_gap_s - 1e-6:
                         last_frame_s = header_s
                         if message.msgtype == COMPRESSED_IMAGE:
-                            rgb = decode_compressed(msg.format, msg.data)
+                            rgb = decode_compressed(msg.format, msg.data, p["max_image_pixels"])
                         else:
-                            rgb = decode_raw(msg.encoding, msg.width, msg.height, msg.step, msg.data)
+                            rgb = decode_raw(
+                                msg.encoding, msg.width, msg.height, msg.step, msg.data, p["max_image_pixels"]
+                            )
                         counts["frames"] += 1
                         stamp_ns = round(header_s * NS)
                         if windows.wants_keyframe(stamp_ns):
@@ -209,21 +213,19 @@ class Replayer:
                         for o in observations:
                             if o.face_id:
                                 counts["faces"] += 1
-                                store(
-                                    windows.add(
-                                        FaceEvidence(
-                                            o.face_id,
-                                            o.track_id,
-                                            tuple(float(v) for v in o.box),
-                                            float(o.score),
-                                            stamp_ns,
-                                            np.asarray(o.embedding).tolist(),
-                                            o.crop_jpeg,
-                                            float(o.quality),
-                                        )
+                                add(
+                                    FaceEvidence(
+                                        o.face_id,
+                                        o.track_id,
+                                        tuple(float(v) for v in o.box),
+                                        float(o.score),
+                                        stamp_ns,
+                                        np.asarray(o.embedding).tolist(),
+                                        o.crop_jpeg,
+                                        float(o.quality),
                                     )
                                 )
-                except (AudioDecodeError, ImageDecodeError):
+                except (AudioDecodeError, ImageDecodeError, StampRejected):
                     counts["bad"] += 1  # a damaged message is skipped, as the nodes do
                 if progress is not None:
                     progress(stamp_s, info.duration_s)

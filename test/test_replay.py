@@ -107,3 +107,71 @@ def test_eval_answers_the_episode_questions_through_the_action(bag, replayed, tm
     assert record["verdict"] is ("kitchen drawer" in record["answer"].lower())
     again = subprocess.run(command, capture_output=True, text=True, timeout=600)  # resumes: nothing asked again
     assert again.returncode == 0 and len(out.read_text().splitlines()) == 1
+
+
+def _write_bag(path: Path, messages: list[tuple[float, str, object]]) -> None:
+    """A rosbag2 of (log time [s], topic, message) with the m3 type store, like m3 video2bag writes."""
+    from rosbags.rosbag2 import Writer
+
+    from m3_agent.recording.typestore import AUDIO_CHUNK, COMPRESSED_IMAGE, m3_typestore
+
+    store = m3_typestore()
+    with Writer(path, version=9) as writer:
+        image = writer.add_connection("/camera/image_raw/compressed", COMPRESSED_IMAGE, typestore=store)
+        audio = writer.add_connection("/audio", AUDIO_CHUNK, typestore=store)
+        for t, topic, msg in sorted(messages, key=lambda m: m[0]):
+            connection, msgtype = (image, COMPRESSED_IMAGE) if topic == "image" else (audio, AUDIO_CHUNK)
+            writer.write(connection, round(t * 1e9), store.serialize_cdr(msg, msgtype))
+
+
+def test_replay_counts_bad_messages_and_goes_on(tmp_path):
+    """Issue 13's bad messages inside a recording are skipped and counted, as the nodes do: on main the
+    999 999 937 Hz chunk raised MemoryError out of the replay."""
+    import numpy as np
+
+    from m3_agent.recording.typestore import AUDIO_CHUNK, COMPRESSED_IMAGE, m3_typestore
+    from m3_agent.replay import Replayer
+    from m3_memory.store import MemoryStore
+    from m3_perception.audio_codec import encode_s16le
+    from m3_perception.image_codec import encode_jpeg
+    from m3_perception.synthetic import compose, face_photos, jpeg_claiming, png_claiming, speak
+
+    types = m3_typestore().types
+
+    def header(t: float):
+        stamp = types["builtin_interfaces/msg/Time"](sec=int(t), nanosec=round(t % 1 * 1e9))
+        return types["std_msgs/msg/Header"](stamp=stamp, frame_id="")
+
+    def image(t: float, data: bytes, fmt: str = "jpeg"):
+        return types[COMPRESSED_IMAGE](header=header(t), format=fmt, data=np.frombuffer(data, np.uint8))
+
+    def audio(t: float, data: bytes, rate: int = 16000):
+        return types[AUDIO_CHUNK](header(t), rate, 1, "S16LE", "wave", np.frombuffer(data, np.uint8))
+
+    frame = encode_jpeg(compose(face_photos(), [("astronaut", 200, 100, 1.0)]), 90)
+    line = speak("my name is alice and i like green tea with honey", "slt")  # over 1 s: gets a voice id
+    track = encode_s16le(np.concatenate([np.zeros(8000), line, np.zeros(24000)]))
+    messages = [(k * 0.5, "image", image(k * 0.5, frame)) for k in range(int(len(track) / 32000 / 0.5))]
+    messages += [(i / 32000, "audio", audio(i / 32000, track[i : i + 3200])) for i in range(0, len(track), 3200)]
+    messages += [
+        (0.75, "image", image(0.75, jpeg_claiming(30000, 30000))),
+        (1.25, "image", image(1.25, png_claiming(60000, 60000), "png")),
+        (1.75, "image", image(1e6, frame)),  # stamped 10^6 s ahead
+        (0.15, "audio", audio(0.15, bytes(65536), rate=999_999_937)),
+        (0.15, "audio", audio(0.15, bytes(65536), rate=1)),
+        (0.25, "audio", audio(2**31 - 2.0, track)),  # the whole line, stamped just before Time's int32 end
+    ]
+    _write_bag(tmp_path / "bag", messages)
+    replayer = Replayer(tmp_path / "memory", default_params_file())
+    try:
+        report = replayer.run(tmp_path / "bag")
+    finally:
+        replayer.close()
+    assert (report.bad_messages, report.utterances, report.clips_stored) == (6, 1, 1)
+    store = MemoryStore(str(tmp_path / "memory"), create=False)
+    try:
+        export = store.export_json()
+    finally:
+        store.close()
+    assert [(c["clip_index"], c["start_ns"]) for c in export["clips"]] == [(0, 0)]
+    assert all(0 <= n["start_ns"] <= n["end_ns"] < 10 * 10**9 for n in export["text_nodes"]), export["text_nodes"]

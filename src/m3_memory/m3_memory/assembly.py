@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from m3_memory.clip_window import ClipWindows
 from m3_memory.graph import GraphConfig
 from m3_memory.memory import Memory
 from m3_memory.search import SearchConfig
@@ -83,6 +84,13 @@ def open_memory(p: Mapping[str, Any], embedder=None, memorizer=None) -> Memory:
 def keyframes_per_clip(p: Mapping[str, Any]) -> int:
     """Frames each clip window keeps: the vision memorizer's keyframes, at least the stored one."""
     return max(1, int(p["openai_keyframes"])) if p["memorizer"] == "openai" else 1
+
+
+def clip_windows(p: Mapping[str, Any], first_index: int, origin_ns: int | None = None) -> ClipWindows:
+    """The clip windows on the stream clock, with the stamp checks (max_stamp_jump_s)."""
+    return ClipWindows(
+        p["clip_seconds"], first_index, p["clip_close_delay"], origin_ns, keyframes_per_clip(p), p["max_stamp_jump_s"]
+    )
 
 
 def clip_ingester(p: Mapping[str, Any], memory: Memory, on_stored=None, log=None):

@@ -5,11 +5,18 @@ published after they end) arrives, and on flush (shutdown). Late evidence, stamp
 window, joins the open window rather than being lost. Windows without evidence are skipped. Each window keeps up to
 `keyframes` frames, the first frame of each equal slice of the window (a vision memorizer sees the
 scene through them; the first is stored with the clip).
+
+Every stamp passes a StampGuard first: evidence stamped more than `max_jump_s` away from the
+stream's time, outside Time's range, or ending before it starts raises StampRejected and is not
+kept, so one bad message cannot open a clip far in the future. When the stream really moves to a
+new time (StampGuard's re-anchoring), the open window is closed and windows restart there, their
+indices continuing.
 """
 
 from __future__ import annotations
 
 from m3_memory.records import ClipEvidence, FaceEvidence, MatchEvidence, VoiceEvidence
+from m3_perception.stamps import StampGuard
 
 NS = 1_000_000_000
 
@@ -24,9 +31,11 @@ class ClipWindows:
         close_delay_s: float = 0.0,
         origin_ns: int | None = None,
         keyframes: int = 1,
+        max_jump_s: float = 3600.0,
     ) -> None:
         """origin_ns: stream time of window 0's start (a recording's start); None = first evidence.
-        keyframes: frames kept per window (at least 1, the stored keyframe)."""
+        keyframes: frames kept per window (at least 1, the stored keyframe).
+        max_jump_s: evidence further than this from the stream's time is refused (StampRejected)."""
         if clip_seconds <= 0:
             raise ValueError("clip_seconds must be > 0")
         self.keyframes = max(1, int(keyframes))
@@ -37,14 +46,16 @@ class ClipWindows:
         self._open: ClipEvidence | None = None
         self._window = 0
         self.last_stamp_ns = 0  # newest evidence stamp (lets the node tell live streams from replays)
+        self.stamps = StampGuard(max_jump_s)
 
     def _window_of(self, stamp_ns: int) -> int:
         return max(0, (stamp_ns - self._origin) // self.clip_ns)
 
     def add(self, item: FaceEvidence | VoiceEvidence | MatchEvidence) -> list[ClipEvidence]:
-        """Add evidence; returns the clips it closed (usually none, at most one)."""
+        """Add evidence; returns the clips it closed (usually none, at most one). Raises StampRejected."""
         stamp = item.start_ns if isinstance(item, VoiceEvidence) else item.stamp_ns
-        closed = self._advance(stamp)
+        closed = self._admit(stamp, item.stamp_ns)
+        closed += self._advance(stamp)
         clip = self._ensure_open()
         if isinstance(item, FaceEvidence):
             clip.faces.append(item)
@@ -69,8 +80,10 @@ class ClipWindows:
         return self._slot_free(self._open, stamp_ns)
 
     def add_keyframe(self, stamp_ns: int, jpeg: bytes) -> list[ClipEvidence]:
-        """Keep the first frame of each slice of the window; the first one kept is the clip's keyframe."""
-        closed = self._advance(stamp_ns)
+        """Keep the first frame of each slice of the window; the first one kept is the clip's keyframe.
+        Raises StampRejected."""
+        closed = self._admit(stamp_ns, stamp_ns)
+        closed += self._advance(stamp_ns)
         clip = self._ensure_open()
         if self._slot_free(clip, stamp_ns):
             clip.keyframes.append((stamp_ns, jpeg))
@@ -94,6 +107,16 @@ class ClipWindows:
             return []
         self._window += 1
         return [clip]
+
+    def _admit(self, start_ns: int, end_ns: int) -> list[ClipEvidence]:
+        """Check the stamps; when the stream moved to a new time, close the open window and restart
+        the windows there (indices continue after the last one)."""
+        if not self.stamps.admit(start_ns, end_ns):
+            return []
+        closed = self.flush()
+        self.first_index += self._window
+        self._window, self._origin, self.last_stamp_ns = 0, start_ns, start_ns
+        return closed
 
     def _advance(self, stamp_ns: int) -> list[ClipEvidence]:
         self.last_stamp_ns = max(self.last_stamp_ns, stamp_ns)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import traceback
+from collections.abc import Callable
 
 import rclpy
 from builtin_interfaces.msg import Time
@@ -20,8 +21,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from m3_interfaces.msg import ClipMemory, Entity, EntityMatch, FaceTracks, MemoryItem, VoiceSegment
 from m3_interfaces.srv import GetEntity, GetStats, SearchClip, SearchNode
 from m3_memory import errors
-from m3_memory.assembly import clip_ingester, keyframes_per_clip, make_memorizer, memory_dir, open_memory
-from m3_memory.clip_window import ClipWindows
+from m3_memory.assembly import clip_ingester, clip_windows, make_memorizer, memory_dir, open_memory
 from m3_memory.errors import MemoryApiError, ModelMissingError, StoreError
 from m3_memory.ingest_worker import ClipIngester
 from m3_memory.memory import Memory
@@ -30,6 +30,7 @@ from m3_memory.query_encoders import QueryEncoders
 from m3_memory.records import ClipRecord, FaceEvidence, MatchEvidence, TextNode, VoiceEvidence
 from m3_memory.search import SearchHit
 from m3_memory.tags import kind_of
+from m3_perception.stamps import StampRejected
 
 NODE_NAME = "memory_node"
 NS = 1_000_000_000
@@ -55,7 +56,8 @@ class MemoryNode(Node):
         self.memory_dir = memory_dir(p)
         self.memory: Memory | None = None
         self.store_error = ""
-        self.encoders = QueryEncoders()
+        self.encoders = QueryEncoders(max_image_pixels=p["max_image_pixels"], max_audio_s=p["max_query_audio_s"])
+        self.bad_stamps = 0
         self.clips_stored = 0
         self._ingest_lock = threading.Lock()
         memorizer = make_memorizer(p)  # a bad memorizer setting fails start-up
@@ -66,9 +68,7 @@ class MemoryNode(Node):
             self.store_error = f"memory store {self.memory_dir} unavailable: {error}"
             self.get_logger().error(self.store_error)
         first_index = self.memory.next_clip_index if self.memory else 0
-        self.windows = ClipWindows(
-            p["clip_seconds"], first_index, p["clip_close_delay"], keyframes=keyframes_per_clip(p)
-        )
+        self.windows = clip_windows(p, first_index)
         if p["memorizer"] == "openai" and p["openai_keyframes"] > 0 and not p["keyframe_topic"]:
             self.get_logger().warning("openai_keyframes > 0 but keyframe_topic is empty: the model gets no frames")
         self.drain_s = float(p["memorize_drain_s"])
@@ -181,17 +181,28 @@ class MemoryNode(Node):
         try:
             from m3_perception import image_codec
 
-            rgb = image_codec.decode_raw(msg.encoding, msg.width, msg.height, msg.step, msg.data)
+            rgb = image_codec.decode_raw(
+                msg.encoding, msg.width, msg.height, msg.step, msg.data, self.encoders.max_image_pixels
+            )
             jpeg = image_codec.encode_jpeg(rgb, 80)
         except (ImportError, ValueError) as error:
             self.get_logger().warning(f"keyframe skipped: {error}", throttle_duration_sec=30.0)
             return
-        with self._ingest_lock:
-            self._store(self.windows.add_keyframe(to_ns(msg.header.stamp), jpeg))
+        self._ingest(self.windows.add_keyframe, to_ns(msg.header.stamp), jpeg)
 
     def _add(self, item) -> None:
+        self._ingest(self.windows.add, item)
+
+    def _ingest(self, add: Callable[..., list], *args) -> None:
+        """Into the clip windows (add or add_keyframe); evidence with a bad stamp is dropped, with a warning."""
         with self._ingest_lock:
-            self._store(self.windows.add(item))
+            try:
+                self._store(add(*args))
+            except StampRejected as error:
+                self.bad_stamps += 1
+                self.get_logger().warning(
+                    f"dropped evidence ({self.bad_stamps} so far): {error}", throttle_duration_sec=5.0
+                )
 
     def _store(self, clips) -> None:
         """Hand closed clips to the memorizer worker (blocks only while its backlog is full)."""
@@ -295,12 +306,12 @@ class MemoryNode(Node):
             if request.image.height > 0 or len(request.image.data) > 0:
                 image = request.image
                 face = self.encoders.face_embedding_from_image(
-                    image.encoding, image.width, image.height, image.step, bytes(image.data)
+                    image.encoding, image.width, image.height, image.step, image.data
                 )
             if len(request.audio.data) > 0:
                 audio = request.audio
                 voice = self.encoders.voice_embedding_from_audio(
-                    audio.sample_rate, audio.channels, audio.sample_format, bytes(audio.data), audio.coding_format
+                    audio.sample_rate, audio.channels, audio.sample_format, audio.data, audio.coding_format
                 )
             hits = memory.search.search_node(
                 request.query,

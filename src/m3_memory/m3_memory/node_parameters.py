@@ -75,4 +75,13 @@ PARAMETERS = {
         "",
         _text("camera topic (sensor_msgs/Image) whose first frame per clip is kept as a JPEG; empty = off"),
     ),
+    "max_image_pixels": (
+        40_000_000,
+        _int("larger search_node query images and keyframes are refused before decoding [pixels]", 1, 2**30),
+    ),
+    "max_query_audio_s": (60.0, _float("longest search_node voice sample [s]", 1.0, 3600.0)),
+    "max_stamp_jump_s": (
+        3600.0,
+        _float("evidence stamped further than this from the stream's time is dropped [s]", 1.0, 1.0e9),
+    ),
 }

@@ -9,6 +9,7 @@ injectable (tests, other back-ends): any object with FaceEncoder.encode(rgb) -> 
 from __future__ import annotations
 
 import threading
+from array import array
 
 import numpy as np
 
@@ -17,12 +18,20 @@ from m3_memory.errors import MemoryApiError
 
 
 class QueryEncoders:
-    """Lazily created face / voice encoders shared by the service threads."""
+    """Lazily created face / voice encoders shared by the service threads.
 
-    def __init__(self, face_encoder=None, voice_encoder=None) -> None:
+    max_image_pixels and max_audio_s bound what a query may make the codecs allocate; a larger
+    query is refused (INVALID_IMAGE / INVALID_AUDIO) before its data is decoded.
+    """
+
+    def __init__(
+        self, face_encoder=None, voice_encoder=None, max_image_pixels: int = 40_000_000, max_audio_s: float = 60.0
+    ) -> None:
         self._face = face_encoder
         self._voice = voice_encoder
         self._lock = threading.Lock()
+        self.max_image_pixels = max_image_pixels
+        self.max_audio_s = max_audio_s
 
     def _face_encoder(self):
         with self._lock:
@@ -49,7 +58,7 @@ class QueryEncoders:
             return self._voice
 
     def face_embedding_from_image(
-        self, encoding: str, width: int, height: int, step: int, data: bytes, compressed_format: str = ""
+        self, encoding: str, width: int, height: int, step: int, data: bytes | array, compressed_format: str = ""
     ) -> np.ndarray:
         """Embedding of the largest face in an image (sensor_msgs/Image fields), or INVALID_IMAGE."""
         try:
@@ -60,9 +69,9 @@ class QueryEncoders:
             ) from error
         try:
             if compressed_format:
-                rgb = image_codec.decode_compressed(compressed_format, data)
+                rgb = image_codec.decode_compressed(compressed_format, data, self.max_image_pixels)
             else:
-                rgb = image_codec.decode_raw(encoding, width, height, step, data)
+                rgb = image_codec.decode_raw(encoding, width, height, step, data, self.max_image_pixels)
         except ValueError as error:
             raise MemoryApiError(errors.INVALID_IMAGE, f"image unusable: {error}") from error
         encoder = self._face_encoder()
@@ -74,7 +83,7 @@ class QueryEncoders:
         return np.asarray(largest.embedding, dtype=np.float32)
 
     def voice_embedding_from_audio(
-        self, sample_rate: int, channels: int, sample_format: str, data: bytes, coding_format: str = "wave"
+        self, sample_rate: int, channels: int, sample_format: str, data: bytes | array, coding_format: str = "wave"
     ) -> np.ndarray:
         """Speaker embedding of an AudioChunk's samples, or INVALID_AUDIO."""
         try:
@@ -84,7 +93,8 @@ class QueryEncoders:
                 errors.INTERNAL_ERROR, f"audio queries need m3_perception.audio_codec: {error}"
             ) from error
         try:
-            samples = audio_codec.decode_chunk(sample_rate, channels, sample_format, data, coding_format)
+            limits = audio_codec.AudioLimits(max_chunk_s=self.max_audio_s)
+            samples = audio_codec.decode_chunk(sample_rate, channels, sample_format, data, coding_format, limits)
         except ValueError as error:
             raise MemoryApiError(errors.INVALID_AUDIO, f"audio unusable: {error}") from error
         encoder = self._voice_encoder()

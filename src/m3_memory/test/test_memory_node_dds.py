@@ -65,7 +65,7 @@ def system(tmp_path_factory, faces):
     memory_dir = tmp_path_factory.mktemp("dds") / "memory"
     node_proc = subprocess.Popen(
         [sys.executable, "-m", "m3_memory.memory_node", "--ros-args", "-p", f"memory_dir:={memory_dir}",
-         "-p", "clip_seconds:=10.0", "-p", "clip_close_delay:=5.0"],
+         "-p", "clip_seconds:=10.0", "-p", "clip_close_delay:=5.0", "-p", "max_image_pixels:=1000000"],
     )  # fmt: skip
     rclpy.init()
     client = Node("memory_dds_test")
@@ -231,11 +231,45 @@ def test_concurrent_search_node_from_several_processes(system):
     assert [w for r in results for w in r["wrong"]] == []
 
 
+def test_huge_queries_are_refused_and_the_node_keeps_serving(system):
+    """Issue 13: a valid 27000x27000 mono8 query crashed the node (here the limit is 1 MP: 1001x1000 is
+    over it); 999 999 937 Hz audio made the resampler raise MemoryError (INTERNAL_ERROR)."""
+    node = system["node"]
+    request = SearchNode.Request()
+    request.image.height, request.image.width, request.image.step = 1000, 1001, 1001
+    request.image.encoding, request.image.data = "mono8", bytes(1001 * 1000)
+    response = call(node, SearchNode, "/m3/memory/search_node", request)
+    assert response.error_code == SearchNode.Response.INVALID_IMAGE
+    assert "1001x1000 = 1001000 pixels is over the limit of 1000000 (max_image_pixels)" in response.error_message
+    request = SearchNode.Request(audio=AudioChunk(sample_rate=999_999_937, data=bytes(65536)))
+    response = call(node, SearchNode, "/m3/memory/search_node", request)
+    assert response.error_code == SearchNode.Response.INVALID_AUDIO, response.error_message
+    assert "sample_rate 999999937 Hz is outside the accepted 8000..192000 Hz" in response.error_message
+    response = call(node, SearchClip, "/m3/memory/search_clip", SearchClip.Request(query="where are the keys?"))
+    assert response.error_code == SearchClip.Response.OK and system["proc"].poll() is None
+
+
+def test_evidence_with_bad_stamps_is_dropped(system, faces):
+    """Issue 13: one utterance stamped near INT32_MAX made the node open clip 71 582 754 and file the
+    following evidence into it; stamps going backwards stored an utterance ending before it starts.
+    The shutdown test below reads what was stored."""
+    publish_voice(system, 2_147_483_640.0, 2_147_483_650.0, "voice_1", "sent from far in the future")
+    publish_face(system, 1_000_000.0, "face_2", faces["hopper_emb"])
+    publish_voice(system, 128.0, 127.0, "voice_2", "said backwards in time")
+    publish_face(system, 128.5, "face_1", faces["astronaut_emb"])  # the stream goes on
+    time.sleep(1.0)
+    assert system["proc"].poll() is None
+
+
 def test_shutdown_flushes_the_open_clip(system):
     proc = system["proc"]
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=30) == 0
     conn = sqlite3.connect(system["dir"] / DB_FILE)
     indexes = [row[0] for row in conn.execute("SELECT clip_index FROM clips ORDER BY clip_index")]
+    texts = [row[0] for row in conn.execute("SELECT text FROM text_nodes WHERE clip_index = 2")]
+    backwards = conn.execute("SELECT count(*) FROM text_nodes WHERE end_ns < start_ns").fetchone()[0]
     conn.close()
-    assert indexes == [0, 1, 2]  # clip 2 (one face at t=126) was still open
+    assert indexes == [0, 1, 2]  # clip 2 (faces at t=126 and 128.5) was still open
+    assert "<face_1> is seen." in texts and backwards == 0
+    assert not [t for t in texts if "future" in t or "backwards" in t], texts

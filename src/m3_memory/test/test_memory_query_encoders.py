@@ -57,3 +57,34 @@ def test_unusable_audio_is_invalid_audio(speech):
         with pytest.raises(MemoryApiError) as info:
             encoders.voice_embedding_from_audio(*args)
         assert info.value.code == errors.INVALID_AUDIO
+
+
+class NeverCalled:
+    """An encoder for queries that must be refused before anything is decoded or embedded."""
+
+    def encode(self, _):
+        raise AssertionError("the query reached the encoder")
+
+
+def test_a_huge_image_query_is_invalid_before_it_is_decoded():
+    """Issue 13: a valid 27000x27000 mono8 query decoded to 2.2 GB of RGB and crashed the memory node."""
+    encoders = QueryEncoders(face_encoder=NeverCalled())
+    data = memoryview(np.zeros(27000 * 27000, np.uint8))  # calloc'd: its pages are never touched
+    with pytest.raises(MemoryApiError, match="27000x27000 = 729000000 pixels is over the limit of 40000000") as info:
+        encoders.face_embedding_from_image("mono8", 27000, 27000, 27000, data)
+    assert info.value.code == errors.INVALID_IMAGE
+    small = QueryEncoders(face_encoder=NeverCalled(), max_image_pixels=100)
+    with pytest.raises(MemoryApiError, match="11x10 = 110 pixels is over the limit of 100"):
+        small.face_embedding_from_image("mono8", 11, 10, 11, bytes(110))
+
+
+def test_audio_queries_outside_the_limits_are_invalid_audio():
+    """Issue 13: sample_rate 999 999 937 made the resampler raise MemoryError (INTERNAL_ERROR)."""
+    encoders = QueryEncoders(voice_encoder=NeverCalled())
+    for rate in (999_999_937, 1):
+        with pytest.raises(MemoryApiError, match=f"sample_rate {rate} Hz is outside") as info:
+            encoders.voice_embedding_from_audio(rate, 1, "S16LE", bytes(65536))
+        assert info.value.code == errors.INVALID_AUDIO
+    short = QueryEncoders(voice_encoder=NeverCalled(), max_audio_s=2.0)
+    with pytest.raises(MemoryApiError, match=r"3\.0 s is longer than the limit of 2\.0 s"):
+        short.voice_embedding_from_audio(16000, 1, "S16LE", bytes(96000))

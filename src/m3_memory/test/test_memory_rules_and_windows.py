@@ -8,6 +8,7 @@ from m3mem_evidence import S, face, match, voice
 from m3_memory.clip_window import ClipWindows
 from m3_memory.records import ClipEvidence
 from m3_memory.rules_memorizer import RulesMemorizer, names_in, self_facts, vocatives_in
+from m3_perception.stamps import StampRejected
 
 
 @pytest.mark.parametrize(
@@ -215,3 +216,42 @@ def test_clip_windows_keep_keyframes_spread_over_the_clip():
     (closed,) = windows.flush()
     assert [jpeg for _, jpeg in closed.keyframes] == [b"frame 0", b"frame 10", b"frame 20"]
     assert closed.keyframe_jpeg == b"frame 0"  # the one stored with the clip
+
+
+def test_one_evidence_stamped_far_ahead_opens_no_clip():
+    """Issue 13: one message stamped near INT32_MAX opened clip 71 582 754 and the next minute of
+    evidence was filed into it."""
+    windows = ClipWindows(clip_seconds=30, first_index=0)
+    windows.add(face("face_1", 1000.0))
+    with pytest.raises(StampRejected, match="outside"):
+        windows.add(voice("voice_1", 2_147_483_640.0, 2_147_483_650.0, "hi"))
+    with pytest.raises(StampRejected, match="jumps"):
+        windows.add(match("face_1", "voice_1", 1_000_000.0))
+    with pytest.raises(StampRejected, match="jumps"):
+        windows.add_keyframe(1_000_000 * S, b"far")
+    closed = [c for t in range(1005, 1065, 5) for c in windows.add(face("face_1", float(t)))]  # the next minute
+    closed += windows.flush()
+    assert [(c.clip_index, c.start_ns // S, len(c.faces)) for c in closed] == [(0, 1000, 6), (1, 1030, 6), (2, 1060, 1)]
+
+
+def test_an_utterance_that_ends_before_it_starts_is_not_kept():
+    windows = ClipWindows(clip_seconds=30)
+    windows.add(face("face_1", 100.0))
+    with pytest.raises(StampRejected, match="before it starts"):
+        windows.add(voice("voice_1", 105.0, 104.0, "backwards"))
+    assert [c.voices for c in windows.flush()] == [[]]
+
+
+def test_windows_restart_where_the_stream_moved_for_good():
+    """A recording replayed at wall-clock time after media time: indices continue, nothing far ahead."""
+    windows = ClipWindows(clip_seconds=30, first_index=4)
+    windows.add(face("face_1", 10.0))
+    wall = 1_700_000_000.0
+    for k in range(2):
+        with pytest.raises(StampRejected):
+            windows.add(face("face_1", wall + k))
+    closed = windows.add(face("face_1", wall + 2))
+    assert [(c.clip_index, c.start_ns // S) for c in closed] == [(4, 10)]
+    closed = windows.add(face("face_1", wall + 40))
+    assert [(c.clip_index, c.start_ns // S) for c in closed] == [(5, wall + 2)]
+    assert [c.clip_index for c in windows.flush()] == [6]

@@ -5,6 +5,7 @@ Plain module (no rclpy). Every model downstream (VAD, speaker, ASR) expects 16 k
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from math import gcd
 
 import numpy as np
@@ -18,12 +19,24 @@ class AudioDecodeError(ValueError):
     """An audio chunk that cannot be decoded; the message says why."""
 
 
+@dataclass(frozen=True)
+class AudioLimits:
+    """What a chunk may ask of the decoder, checked before anything is allocated. The resampler's
+    filter grows with the rate (a rate of 999 999 937 Hz needs gigabytes) and its output with the
+    chunk's length (a rate of 1 Hz turns 64 KB into 4.7 GB)."""
+
+    min_rate: int = 8000  # [Hz] telephone speech
+    max_rate: int = 192000  # [Hz] the highest rate of studio audio interfaces
+    max_chunk_s: float = 10.0  # [s] of audio in one chunk (microphones send 0.01-0.1 s, video2bag at most 5 s)
+
+
 def decode_chunk(
     sample_rate: int,
     channels: int,
     sample_format: str,
     data: bytes | bytearray | memoryview,
     coding_format: str = "wave",
+    limits: AudioLimits = AudioLimits(),
 ) -> np.ndarray:
     """Return mono float32 samples at 16 kHz in [-1, 1] from one AudioChunk's fields."""
     if coding_format and coding_format.lower() not in ("wave", "raw", "pcm"):
@@ -31,18 +44,26 @@ def decode_chunk(
     fmt = sample_format.upper()
     if fmt not in _BYTES:
         raise AudioDecodeError(f"unsupported sample_format {sample_format!r}; expected one of {sorted(_BYTES)}")
-    if sample_rate <= 0:
-        raise AudioDecodeError(f"invalid sample_rate {sample_rate}")
+    if not limits.min_rate <= sample_rate <= limits.max_rate:
+        raise AudioDecodeError(
+            f"sample_rate {sample_rate} Hz is outside the accepted {limits.min_rate}..{limits.max_rate} Hz "
+            "(audio_sample_rate_min/max)"
+        )
     if channels <= 0:
         raise AudioDecodeError(f"invalid channel count {channels}")
-    raw = bytes(data)
-    if len(raw) == 0:
+    if len(data) == 0:
         raise AudioDecodeError("empty audio chunk (0 bytes)")
     frame_bytes = _BYTES[fmt] * channels
-    if len(raw) % frame_bytes:
+    if len(data) % frame_bytes:
         raise AudioDecodeError(
-            f"audio chunk has {len(raw)} bytes, not a multiple of {frame_bytes} ({channels} channel(s) of {fmt})"
+            f"audio chunk has {len(data)} bytes, not a multiple of {frame_bytes} ({channels} channel(s) of {fmt})"
         )
+    seconds = len(data) // frame_bytes / sample_rate
+    if seconds > limits.max_chunk_s:
+        raise AudioDecodeError(
+            f"audio chunk of {seconds:.1f} s is longer than the limit of {limits.max_chunk_s} s (max_audio_chunk_s)"
+        )
+    raw = bytes(data)
     if fmt == "S16LE":
         x = np.frombuffer(raw, dtype="<i2").astype(np.float32) / 32768.0
     else:

@@ -11,7 +11,6 @@ import math
 
 import rclpy
 from builtin_interfaces.msg import Time
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.clock import Clock as RclpyClock
 from rclpy.clock import ClockType
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
@@ -31,149 +30,19 @@ from m3_interfaces.msg import (
     VoiceSegment,
 )
 from m3_perception.assembly import build_pipelines
-from m3_perception.audio_codec import AudioDecodeError, decode_chunk
+from m3_perception.audio_codec import AudioDecodeError, AudioLimits, decode_chunk
 from m3_perception.engine import EngineCallbacks, PerceptionEngine
 from m3_perception.face_pipeline import FaceObs
 from m3_perception.face_voice_matcher import MatchCandidate
 from m3_perception.identity_clusters import IdentityState
 from m3_perception.image_codec import ImageDecodeError, decode_compressed, decode_raw
+from m3_perception.node_parameters import PARAMETERS
+from m3_perception.stamps import StampGuard, StampRejected, header_ns
 from m3_perception.voice_pipeline import VoiceEvent
 
 NODE_NAME = "perception_node"
 WARN_THROTTLE_S = 5.0
-
-
-def _float(description: str, low: float, high: float) -> ParameterDescriptor:
-    return ParameterDescriptor(
-        description=description, floating_point_range=[FloatingPointRange(from_value=low, to_value=high)]
-    )
-
-
-def _int(description: str, low: int, high: int) -> ParameterDescriptor:
-    return ParameterDescriptor(description=description, integer_range=[IntegerRange(from_value=low, to_value=high)])
-
-
-def _str(description: str) -> ParameterDescriptor:
-    return ParameterDescriptor(description=description)
-
-
 OUTPUT_DEPTH = 100  # history of the face / voice / match publishers (a few seconds at replay speed)
-
-# name: (default, descriptor) — documented in the package README.
-PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
-    "image_topic": (
-        "/camera/image_raw",
-        _str("camera topic; with image_transport 'compressed' '/compressed' is appended"),
-    ),
-    "image_transport": ("raw", _str("'raw' (sensor_msgs/Image) or 'compressed' (sensor_msgs/CompressedImage)")),
-    "audio_topic": ("/audio", _str("microphone topic (m3_interfaces/AudioChunk)")),
-    "sensor_reliability": (
-        "best_effort",
-        _str("camera and microphone QoS: 'best_effort' (sensor data) or 'reliable' (lossless replays over DDS)"),
-    ),
-    "face_rate_hz": (5.0, _float("frames per second of stream time sent to face processing", 0.1, 60.0)),
-    "face_backend": (
-        "dlib",
-        _str("'dlib' (mediapipe detection + dlib 128-d, embedded) or 'insightface' (buffalo_l SCRFD + ArcFace 512-d)"),
-    ),
-    "insightface_model_dir": ("", _str("insightface: buffalo_l directory holding det_10g.onnx and w600k_r50.onnx")),
-    "face_detector": ("auto", _str("dlib back-end: mediapipe model 'auto' (short+full range merged), 'short', 'full'")),
-    "face_min_score": (0.5, _float("minimum detector confidence", 0.0, 1.0)),
-    "face_min_size_px": (24, _int("smaller faces are ignored [px]", 8, 4096)),
-    "face_match_distance": (
-        0.40,
-        _float(
-            "one person: dlib max L2 between unit embeddings (0.40), insightface max cosine distance (0.70)", 0.05, 2.0
-        ),
-    ),
-    "face_reembed_every_n": (10, _int("re-embed a tracked face every N processed frames", 1, 10000)),
-    "face_track_min_iou": (0.3, _float("IoU needed to continue a track", 0.01, 1.0)),
-    "face_track_max_age_s": (1.0, _float("a track unseen this long (stream time) ends [s]", 0.05, 60.0)),
-    "face_max_crops": (3, _int("best crops kept per face identity", 1, 20)),
-    "face_send_crops": (True, ParameterDescriptor(description="attach a JPEG crop to embedded observations")),
-    "face_recognition_model": ("", _str("dlib ResNet .dat path; empty: face_recognition_models' file")),
-    "face_shape_predictor": ("", _str("dlib 5-point shape predictor .dat path; empty: packaged file")),
-    "vad_model": ("", _str("silero VAD ONNX path; empty: the silero-vad package's silero_vad.onnx")),
-    "vad_threshold": (0.5, _float("speech probability that starts an utterance", 0.05, 0.99)),
-    "min_utterance_s": (0.3, _float("shorter voiced bursts are dropped [s]", 0.0, 10.0)),
-    "max_utterance_s": (15.0, _float("longer speech is cut [s]", 1.0, 120.0)),
-    "hangover_s": (0.5, _float("silence that ends an utterance [s]", 0.05, 5.0)),
-    "speaker_backend": (
-        "resemblyzer",
-        _str("'resemblyzer' (GE2E 256-d, embedded) or 'eres2netv2' (3D-Speaker 192-d from speaker_model)"),
-    ),
-    "speaker_model": (
-        "",
-        _str("resemblyzer: weights .pt (empty: packaged); eres2netv2: ONNX or TorchScript export (required)"),
-    ),
-    "voice_match_cosine": (
-        0.75,
-        _float("min cosine between speaker embeddings of one voice (resemblyzer 0.75, eres2netv2 0.6)", 0.0, 1.0),
-    ),
-    "turn_split": (
-        True,
-        ParameterDescriptor(description="cut a voiced segment where the speaker changes (back-to-back turns)"),
-    ),
-    "turn_window_s": (1.0, _float("speaker-turn search: embedded window on each side of a boundary [s]", 0.5, 5.0)),
-    "turn_hop_s": (0.1, _float("speaker-turn search: candidate boundaries every hop [s]", 0.02, 1.0)),
-    "turn_change_cosine": (
-        0.65,
-        _float("speaker-turn search: adjacent windows below this cosine mark a change of voice", 0.0, 1.0),
-    ),
-    "turn_merge_cosine": (
-        0.75,
-        _float("speaker-turn search: adjacent pieces at or above this cosine are joined again", 0.0, 1.0),
-    ),
-    "turn_min_s": (
-        1.0,
-        _float("shortest turn split off; a shorter turn joins a known voice or none, never founds one [s]", 0.25, 10.0),
-    ),
-    "asr_backend": (
-        "faster_whisper",
-        _str(
-            "'faster_whisper' (CTranslate2 Whisper, embedded default), 'pocketsphinx', 'whisper' (local "
-            "transformers model), 'openai' (OpenAI-compatible endpoint) or 'none'"
-        ),
-    ),
-    "asr_model": (
-        "base",
-        _str(
-            "faster_whisper: 'base' (packaged, multilingual), 'tiny.en' (packaged, faster) or a CTranslate2 "
-            "Whisper directory; openai: model name sent to the endpoint (e.g. 'whisper-1')"
-        ),
-    ),
-    "asr_device": ("auto", _str("faster_whisper: 'auto' (CUDA when CTranslate2 sees one), 'cpu' or 'cuda'")),
-    "asr_compute_type": (
-        "auto",
-        _str("faster_whisper: 'auto' (int8 on CPU, float16 on CUDA) or a CTranslate2 type such as int8, float16"),
-    ),
-    "asr_threads": (0, _int("faster_whisper: CPU threads per decode; 0: all cores, at most 4", 0, 64)),
-    "asr_beam_size": (5, _int("faster_whisper: beam width (Whisper's usual 5; 1 = greedy)", 1, 16)),
-    "asr_word_timestamps": (
-        False,
-        ParameterDescriptor(description="faster_whisper: word timestamps in each VoiceSegment (costs ~10 % time)"),
-    ),
-    "asr_model_dir": (
-        "",
-        _str("pocketsphinx: model dir, empty = packaged; whisper: save_pretrained dir of the model and processor"),
-    ),
-    "asr_subprocess": (
-        True,
-        _str("pocketsphinx, faster_whisper: decode in a child process (keeps the GIL free for the other threads)"),
-    ),
-    "asr_language": (
-        "en",
-        _str("faster_whisper, whisper: the household's language code (e.g. en, de); empty: detected per utterance"),
-    ),
-    "asr_torch_threads": (0, _int("whisper: torch CPU threads (process-wide); 0: leave torch's setting", 0, 64)),
-    "asr_endpoint": ("http://localhost:8000/v1", _str("openai: base URL serving /audio/transcriptions")),
-    "asr_api_key_env": ("OPENAI_API_KEY", _str("openai: environment variable holding the API key (unset: none)")),
-    "asr_timeout_s": (30.0, _float("openai: per-request timeout [s]", 1.0, 600.0)),
-    "match_min_evidence": (2, _int("utterances over one dominant face before an EntityMatch", 1, 1000)),
-    "match_dominance_ratio": (2.0, _float("area ratio for a face to dominate the next one", 1.0, 100.0)),
-    "max_audio_backlog_s": (30.0, _float("audio queued beyond this is dropped (counted) [s]", 1.0, 600.0)),
-    "identities_period_s": (1.0, _float("min stream time between identity list updates without news [s]", 0.0, 60.0)),
-}
 
 
 def to_sec(stamp: Time) -> float:
@@ -181,7 +50,10 @@ def to_sec(stamp: Time) -> float:
 
 
 def to_time(t: float) -> Time:
+    """Stream time as a Time; refused rather than wrapped when int32 seconds cannot hold it."""
     sec = math.floor(t)
+    if not 0 <= sec < 2**31:
+        raise ValueError(f"stream time {t:.3f} s does not fit builtin_interfaces/Time")
     return Time(sec=int(sec), nanosec=min(999_999_999, round((t - sec) * 1e9)))
 
 
@@ -199,6 +71,18 @@ class PerceptionNode(Node):
         if reliability is None:
             raise ValueError(f"sensor_reliability must be 'best_effort' or 'reliable', got {chosen!r}")
         params = {name: g(name).value for name in PARAMETERS}
+        if params["audio_sample_rate_min"] > params["audio_sample_rate_max"]:
+            raise ValueError(
+                f"audio_sample_rate_min ({params['audio_sample_rate_min']}) must not be above "
+                f"audio_sample_rate_max ({params['audio_sample_rate_max']})"
+            )
+        self.max_image_pixels = params["max_image_pixels"]
+        self.audio_limits = AudioLimits(
+            params["audio_sample_rate_min"], params["audio_sample_rate_max"], params["max_audio_chunk_s"]
+        )
+        # One clock per input: a camera and a microphone driver may stamp from different clocks.
+        self.image_stamps = StampGuard(params["max_stamp_jump_s"])
+        self.audio_stamps = StampGuard(params["max_stamp_jump_s"])
         faces, voices, matcher = build_pipelines(params, self.get_logger())  # loads models; a missing file fails here
 
         latched = QoSProfile(
@@ -219,6 +103,7 @@ class PerceptionNode(Node):
         self._audio_frame = ""
         self.bad_frames = 0
         self.bad_chunks = 0
+        self.bad_stamps = 0
 
         self.engine = PerceptionEngine(
             faces,
@@ -255,12 +140,27 @@ class PerceptionNode(Node):
             self.pub_progress.publish(Clock(clock=to_time(until)))
 
     # -- inputs --------------------------------------------------------------------------------
+    def _stamp_ok(self, stamp: Time, guard: StampGuard, what: str) -> bool:
+        """Whether a message's stamp is usable stream time; if not it is dropped with a warning."""
+        try:
+            if guard.admit(header_ns(stamp.sec, stamp.nanosec)) and guard is self.audio_stamps:
+                self.engine.flush_voices()  # the stream moved to a new time: no utterance spans the jump
+        except StampRejected as e:
+            self.bad_stamps += 1
+            self.get_logger().warning(
+                f"dropped {what} ({self.bad_stamps} bad stamps so far): {e}", throttle_duration_sec=WARN_THROTTLE_S
+            )
+            return False
+        return True
+
     def _on_image(self, msg: Image) -> None:
         stamp = to_sec(msg.header.stamp)
+        if not self._stamp_ok(msg.header.stamp, self.image_stamps, "camera frame"):
+            return
         if not self.engine.frame_wanted(stamp):
             return
         try:
-            rgb = decode_raw(msg.encoding, msg.width, msg.height, msg.step, msg.data)
+            rgb = decode_raw(msg.encoding, msg.width, msg.height, msg.step, msg.data, self.max_image_pixels)
         except ImageDecodeError as e:
             self._bad_frame(e)
             return
@@ -269,10 +169,12 @@ class PerceptionNode(Node):
 
     def _on_compressed(self, msg: CompressedImage) -> None:
         stamp = to_sec(msg.header.stamp)
+        if not self._stamp_ok(msg.header.stamp, self.image_stamps, "camera frame"):
+            return
         if not self.engine.frame_wanted(stamp):
             return
         try:
-            rgb = decode_compressed(msg.format, msg.data)
+            rgb = decode_compressed(msg.format, msg.data, self.max_image_pixels)
         except ImageDecodeError as e:
             self._bad_frame(e)
             return
@@ -280,8 +182,12 @@ class PerceptionNode(Node):
         self.engine.submit_frame(stamp, rgb)
 
     def _on_audio(self, msg: AudioChunk) -> None:
+        if not self._stamp_ok(msg.header.stamp, self.audio_stamps, "audio chunk"):
+            return
         try:
-            samples = decode_chunk(msg.sample_rate, msg.channels, msg.sample_format, msg.data, msg.coding_format)
+            samples = decode_chunk(
+                msg.sample_rate, msg.channels, msg.sample_format, msg.data, msg.coding_format, self.audio_limits
+            )
         except AudioDecodeError as e:
             self.bad_chunks += 1
             self.get_logger().warning(
@@ -373,7 +279,8 @@ class PerceptionNode(Node):
         s = self.engine.stats
         self.get_logger().info(
             f"frames received {s.frames_received}, processed {s.frames_processed}, dropped {s.frames_dropped}, "
-            f"bad {self.bad_frames}; audio chunks {s.audio_chunks}, bad {self.bad_chunks}, utterances {s.utterances}"
+            f"bad {self.bad_frames}; audio chunks {s.audio_chunks}, bad {self.bad_chunks}, utterances {s.utterances}; "
+            f"bad stamps {self.bad_stamps}"
         )
         super().destroy_node()
 

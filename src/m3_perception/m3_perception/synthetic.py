@@ -1,4 +1,5 @@
-"""Test/bench material from installed packages: real face photographs and synthesised speech.
+"""Test/bench material from installed packages: real face photographs and synthesised speech,
+and small images that declare huge sizes (issue 13's decompression bombs).
 
 Faces: skimage's astronaut (Eileen Collins), matplotlib's Grace Hopper, skimage's cameraman.
 Voices: Festival (cmu_us_slt_arctic_hts, kal_diphone) and espeak-ng, run as subprocesses.
@@ -7,13 +8,17 @@ Voices: Festival (cmu_us_slt_arctic_hts, kal_diphone) and espeak-ng, run as subp
 from __future__ import annotations
 
 import shutil
+import struct
 import subprocess
 import tempfile
+import zlib
 from pathlib import Path
 
+import cv2
 import numpy as np
 
 from m3_perception.audio_codec import resample
+from m3_perception.image_codec import encode_jpeg
 
 # Portrait crops (y0, y1, x0, x1) around each face, so faces can be placed on a canvas.
 _CROPS = {"astronaut": (30, 230, 130, 320), "hopper": (80, 400, 110, 430), "cameraman": (60, 260, 120, 320)}
@@ -80,3 +85,32 @@ def speak(text: str, voice: str) -> np.ndarray:
             )
         x, sr = soundfile.read(str(wav), dtype="float32", always_2d=True)
     return resample(x.mean(axis=1), sr)
+
+
+def jpeg_claiming(width: int, height: int) -> bytes:
+    """A real 64x48 JPEG whose frame header (SOF0) is patched to declare width x height."""
+    data = bytearray(encode_jpeg(np.full((48, 64, 3), 90, np.uint8), 90))
+    sof = data.index(b"\xff\xc0")
+    data[sof + 5 : sof + 9] = struct.pack(">HH", height, width)
+    return bytes(data)
+
+
+def png_claiming(width: int, height: int) -> bytes:
+    """A real 64x48 PNG whose IHDR is patched to declare width x height, its CRC fixed (libpng checks it)."""
+    _, buf = cv2.imencode(".png", np.full((48, 64, 3), 90, np.uint8))
+    data = bytearray(buf.tobytes())
+    data[16:24] = struct.pack(">II", width, height)
+    data[29:33] = struct.pack(">I", zlib.crc32(bytes(data[12:29])))  # CRC over chunk type + IHDR data
+    return bytes(data)
+
+
+def black_png(width: int, height: int) -> bytes:
+    """A complete grey-scale PNG of zeros: 16000x16000 is 249 KB and decodes to 768 MB of RGB."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    deflate, rows = zlib.compressobj(9), bytes((width + 1) * 1000)  # each row: filter byte 0, then pixels
+    idat = b"".join(deflate.compress(rows[: (width + 1) * min(1000, height - y)]) for y in range(0, height, 1000))
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat + deflate.flush()) + chunk(b"IEND", b"")

@@ -39,13 +39,26 @@ class VoiceEvent:
 
 
 class StreamClock:
-    """Maps stream sample indices to stream time from the header stamps of the chunks."""
+    """Maps stream sample indices to stream time from the header stamps of the chunks.
 
-    def __init__(self) -> None:
+    Time never runs backwards inside the stream: a chunk stamped a little before the end of the
+    previous one (stamping jitter, overlap up to `max_overlap_s`) continues where that one ended.
+    A chunk stamped earlier than that starts a new timeline (`goes_back`), and the voice pipeline
+    closes the open utterance first (`VoicePipeline._break`), so no utterance ends before it starts.
+    """
+
+    def __init__(self, max_overlap_s: float = 0.5) -> None:
         self._anchors: list[tuple[int, float]] = []  # (sample index, stamp of that sample)
         self.samples = 0
+        self.max_overlap_s = max_overlap_s
+
+    def goes_back(self, stamp: float) -> bool:
+        """True when a chunk at `stamp` starts before the stream reached, by more than jitter."""
+        return bool(self._anchors) and stamp < self.time_of(self.samples) - self.max_overlap_s
 
     def add_chunk(self, stamp: float, n: int) -> None:
+        if self._anchors and not self.goes_back(stamp):
+            stamp = max(stamp, self.time_of(self.samples))
         self._anchors.append((self.samples, stamp))
         del self._anchors[:-256]
         self.samples += n
@@ -111,14 +124,22 @@ class VoicePipeline:
 
     def feed(self, samples: np.ndarray, stamp: float) -> list[VoiceEvent]:
         """Add one decoded chunk (mono float32 16 kHz) captured at `stamp`; return finished utterances."""
+        events = self._break() if self.clock.goes_back(stamp) else []
         self.clock.add_chunk(stamp, len(samples))
         t0 = time.perf_counter()
         utterances = self.segmenter.feed(samples)
         self.timings_ms["vad"] += (time.perf_counter() - t0) * 1000
-        return [ev for u in utterances for ev in self._finish(u)]
+        return events + [ev for u in utterances for ev in self._finish(u)]
 
     def flush(self) -> list[VoiceEvent]:
         return [ev for u in self.segmenter.flush() for ev in self._finish(u)]
+
+    def _break(self) -> list[VoiceEvent]:
+        """The next chunk is stamped back in time (a recording played again): complete the last VAD
+        frame with silence and close the open utterance, so that no frame or utterance spans the jump."""
+        pad = np.zeros(-self.clock.samples % FRAME, np.float32)
+        events = self.feed(pad, self.clock.time_of(self.clock.samples)) if len(pad) else []
+        return events + self.flush()
 
     def close(self) -> None:
         """Stop a speech-to-text back-end that runs outside this thread (SubprocessAsr's child)."""

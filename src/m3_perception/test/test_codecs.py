@@ -5,6 +5,7 @@ import pytest
 
 from m3_perception.audio_codec import AudioDecodeError, decode_chunk, encode_s16le
 from m3_perception.image_codec import ImageDecodeError, decode_compressed, decode_raw, encode_jpeg
+from m3_perception.synthetic import black_png, jpeg_claiming, png_claiming
 
 
 def _img(h: int = 4, w: int = 5) -> np.ndarray:
@@ -89,3 +90,69 @@ def test_audio_errors() -> None:
     with pytest.raises(AudioDecodeError, match="coding_format"):
         decode_chunk(16000, 1, "S16LE", b"\x00\x00", coding_format="opus")
     assert issubclass(AudioDecodeError, ValueError)
+
+
+@pytest.mark.parametrize("make", [jpeg_claiming, png_claiming])
+def test_compressed_image_declaring_30000x30000_is_refused_before_decoding(make) -> None:
+    """Issue 13: a 17 KB JPEG declaring 30000x30000 decoded to 2.7 GB and crashed mediapipe."""
+    data = make(30000, 30000)
+    assert len(data) < 20000
+    with pytest.raises(ImageDecodeError, match="30000x30000 = 900000000 pixels is over the limit of 40000000"):
+        decode_compressed("png" if make is png_claiming else "jpeg", data)
+    assert decode_compressed("jpeg", make(64, 48), max_pixels=64 * 48).shape == (48, 64, 3)  # at the limit
+
+
+def test_a_small_png_of_a_huge_image_is_refused_undecoded() -> None:
+    """Issue 13: a 249 KB PNG of 16000x16000 cost 1.9 GB and 7.6 s to decode, without a warning."""
+    assert decode_compressed("png", black_png(64, 48)).shape == (48, 64, 3)
+    data = black_png(16000, 16000)
+    assert len(data) < 250_000
+    with pytest.raises(ImageDecodeError, match="16000x16000 = 256000000 pixels is over the limit of 40000000"):
+        decode_compressed("png", data)
+
+
+@pytest.mark.parametrize("make", [jpeg_claiming, png_claiming])
+def test_opencv_refusing_a_header_is_a_decode_error(make) -> None:
+    """Past OpenCV's own limit (2**30 pixels) cv2.imdecode raises cv2.error: it becomes ImageDecodeError."""
+    with pytest.raises(ImageDecodeError, match="over the limit"):
+        decode_compressed("jpeg", make(60000, 60000))
+    with pytest.raises(ImageDecodeError, match="could not decode"):
+        decode_compressed("jpeg", make(60000, 60000), max_pixels=2**40)
+
+
+def test_declared_sizes_and_headers_that_declare_none() -> None:
+    from m3_perception.image_codec import declared_size
+
+    assert declared_size(jpeg_claiming(30000, 20000)) == declared_size(png_claiming(30000, 20000)) == (30000, 20000)
+    with pytest.raises(ImageDecodeError, match="neither a PNG nor a JPEG signature"):
+        decode_compressed("jpeg", b"GIF89a" + bytes(20))
+    with pytest.raises(ImageDecodeError, match="no frame header"):
+        decode_compressed("jpeg", b"\xff\xd8\xff\xe0\x00\x04ab\xff\xda\x00\x02")
+    with pytest.raises(ImageDecodeError, match="empty size"):
+        decode_compressed("png", png_claiming(0, 48))
+
+
+def test_raw_image_over_the_pixel_limit_is_refused_before_touching_its_data() -> None:
+    """Issue 13: a valid 27000x27000 mono8 query crashed the memory node (2.2 GB RGB, then dlib)."""
+    data = memoryview(np.zeros(27000 * 27000, np.uint8))  # calloc'd: never touched unless decoded
+    with pytest.raises(ImageDecodeError, match="27000x27000 = 729000000 pixels is over the limit"):
+        decode_raw("mono8", 27000, 27000, 27000, data)
+    with pytest.raises(ImageDecodeError, match="payload height\\*step = 100\\*2000000 bytes is over the limit of 400"):
+        decode_raw("mono8", 100, 100, 2_000_000, b"", max_pixels=100 * 100)
+
+
+@pytest.mark.parametrize("rate", [999_999_937, 1, 7999, 192001])
+def test_audio_sample_rate_outside_the_accepted_range_is_refused(rate: int) -> None:
+    """Issue 13: 999 999 937 Hz raised MemoryError in the resampler; 1 Hz made 64 KB into 4.7 GB."""
+    with pytest.raises(AudioDecodeError, match=f"sample_rate {rate} Hz is outside the accepted 8000..192000 Hz"):
+        decode_chunk(rate, 1, "S16LE", bytes(65536))
+
+
+def test_audio_chunk_longer_than_the_limit_is_refused() -> None:
+    from m3_perception.audio_codec import AudioLimits
+
+    ten_s = bytes(2 * 16000 * 10)
+    assert len(decode_chunk(16000, 1, "S16LE", ten_s)) == 160000
+    with pytest.raises(AudioDecodeError, match=r"10\.0 s is longer than the limit of 5\.0 s"):
+        decode_chunk(16000, 1, "S16LE", ten_s, limits=AudioLimits(max_chunk_s=5.0))
+    assert len(decode_chunk(4000, 1, "S16LE", bytes(800), limits=AudioLimits(min_rate=4000))) == 1600

@@ -22,7 +22,7 @@ from m3_perception.audio_codec import encode_s16le
 from m3_perception.image_codec import encode_jpeg, encode_raw_rgb8
 from m3_perception.metrics import wer
 from m3_perception.perception_node import PerceptionNode, to_sec, to_time
-from m3_perception.synthetic import compose, face_photos, speak
+from m3_perception.synthetic import compose, face_photos, jpeg_claiming, png_claiming, speak
 
 T0 = 1000.0  # stream time of the episode start [s]
 SCENE_S = 4.0
@@ -37,6 +37,16 @@ SCENES = [
     ([("astronaut", 350, 60, 1.1)], "slt", SLT_2),
     ([("hopper", 150, 80, 0.8)], "kal", KAL_2),
 ]
+
+
+# Bad frames, each 0.25 s after the good frame keyed here (clear of the 5 Hz rate limit): a corrupt
+# one, and issue 13's 17 KB JPEG declaring 30000x30000 (decoded to 2.7 GB, mediapipe crashed) and a
+# PNG past OpenCV's own pixel limit (an uncaught cv2.error).
+BAD_FRAMES = {
+    1.0: ("jpeg", b"\x00garbage"),
+    2.0: ("jpeg", jpeg_claiming(30000, 30000)),
+    3.0: ("png", png_claiming(60000, 60000)),
+}
 
 
 class Recorder(Node):
@@ -54,8 +64,8 @@ class Recorder(Node):
         self.create_subscription(VoiceSegment, prefix + "/m3/voices", self.voices.append, 100)
         self.create_subscription(EntityMatch, prefix + "/m3/entity_matches", self.matches.append, 100)
 
-    def audio(self, t: float, x: np.ndarray, data: bytes | None = None) -> None:
-        msg = AudioChunk(header=Header(stamp=to_time(t), frame_id="mic"), sample_rate=16000, channels=1)
+    def audio(self, t: float, x: np.ndarray, data: bytes | None = None, rate: int = 16000) -> None:
+        msg = AudioChunk(header=Header(stamp=to_time(t), frame_id="mic"), sample_rate=rate, channels=1)
         msg.sample_format, msg.coding_format = "S16LE", "wave"
         msg.data = data if data is not None else encode_s16le(x)
         self.pub_audio.publish(msg)
@@ -116,14 +126,23 @@ def episode(ros):
             msg = CompressedImage(header=Header(stamp=to_time(T0 + next_frame), frame_id="cam"), format="jpeg")
             msg.data = frames[int(next_frame // SCENE_S)]
             io.pub_jpeg.publish(msg)
-            if next_frame == 1.0:  # one corrupt frame, between good ones
-                bad = CompressedImage(header=Header(stamp=to_time(T0 + 1.25), frame_id="cam"), format="jpeg")
-                bad.data = b"\x00garbage"
+            if next_frame in BAD_FRAMES:
+                bad = CompressedImage(header=Header(stamp=to_time(T0 + next_frame + 0.25), frame_id="cam"))
+                bad.format, bad.data = BAD_FRAMES[next_frame]
                 io.pub_jpeg.publish(bad)
+            if next_frame == 5.0:  # stamped 10^6 s ahead: its stamp is dropped (issue 13)
+                io.pub_jpeg.publish(
+                    CompressedImage(header=Header(stamp=to_time(T0 + 1e6)), format="jpeg", data=frames[0])
+                )
             next_frame += frame_dt
         io.audio(T0 + t, track[i : i + chunk])
         if i == 10 * chunk:
             io.audio(T0 + t + 0.05, track[:0], data=b"\x01\x02\x03")  # odd byte count: dropped, reported
+            # Issue 13: sample rates that made the resampler raise MemoryError / allocate 4.7 GB.
+            io.audio(T0 + t + 0.05, track[:0], data=bytes(65536), rate=999_999_937)
+            io.audio(T0 + t + 0.05, track[:0], data=bytes(65536), rate=1)
+        if i == 90 * chunk:  # a whole utterance stamped 1 s before Time's int32 end (published end < 0)
+            io.audio(2**31 - 2.0, track[:0], data=encode_s16le(np.concatenate([speech[0], np.zeros(16000)])))
         time.sleep(0.025)  # ~4x real time
     assert wait_for(lambda: len(io.voices) >= len(SCENES) and node.engine.idle(), 120.0), (
         f"voices {[(v.voice_id, v.transcript) for v in io.voices]}"
@@ -201,9 +220,15 @@ def test_face_voice_match(episode) -> None:
 
 
 def test_bad_input_dropped_and_counted(episode) -> None:
-    node, _ = episode
-    assert node.bad_frames == 1 and node.bad_chunks == 1
+    """Each bad message was dropped and the node went on (the other tests check what followed)."""
+    node, io = episode
+    assert node.bad_frames == 3 and node.bad_chunks == 3 and node.bad_stamps == 2
     assert node.engine.stats.frames_processed >= 8
+    end = T0 + len(SCENES) * SCENE_S + 1.0
+    assert all(T0 <= to_sec(m.header.stamp) < end for m in io.faces), [to_sec(m.header.stamp) for m in io.faces]
+    assert all(T0 <= to_sec(v.start) <= to_sec(v.end) < end for v in io.voices), [
+        (to_sec(v.start), to_sec(v.end)) for v in io.voices
+    ]
 
 
 def test_identity_lists_latched(episode, ros) -> None:

@@ -103,3 +103,20 @@ def test_missing_voice_models_are_named(tmp_path) -> None:
         VoiceEncoder(tmp_path / "gone.pt")
     with pytest.raises(ModelFileMissing, match="mdef"):
         PocketsphinxAsr(str(tmp_path))
+
+
+def test_stamps_going_back_never_make_an_utterance_end_before_it_starts(models, speech) -> None:
+    """Issue 13: chunks stamped back in time (a recording played again mid-sentence) gave end < start."""
+    vad, enc, _ = models
+    vad.reset()
+    pipe = VoicePipeline(vad, enc, None, VoiceParams())
+    gap = np.zeros(int(0.5 * RATE), np.float32)
+    stream = np.concatenate([gap, speech[0], gap, speech[1], gap])
+    back_at = (len(gap) + len(speech[0]) // 2) // 1600 * 1600  # restarts 3 s earlier mid-way through line 1
+    events = []
+    for i in range(0, len(stream), 1600):
+        events += pipe.feed(stream[i : i + 1600], 100.0 + i / RATE - (3.0 if i >= back_at else 0.0))
+    events += pipe.flush()
+    assert len(events) >= 2, [(e.start, e.end) for e in events]
+    assert all(e.end >= e.start for e in events), [(e.start, e.end) for e in events]
+    assert abs(events[0].start - 100.5) < 0.3 and events[0].end <= 100.0 + (back_at + FRAME) / RATE

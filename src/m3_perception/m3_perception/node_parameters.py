@@ -1,0 +1,150 @@
+"""The perception node's parameters: name -> (default, descriptor). `m3 replay` and the bench read
+them too; config/m3.yaml and the package README document every value."""
+
+from __future__ import annotations
+
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+
+from m3_perception.image_codec import DEFAULT_MAX_PIXELS
+
+
+def _float(description: str, low: float, high: float) -> ParameterDescriptor:
+    return ParameterDescriptor(
+        description=description, floating_point_range=[FloatingPointRange(from_value=low, to_value=high)]
+    )
+
+
+def _int(description: str, low: int, high: int) -> ParameterDescriptor:
+    return ParameterDescriptor(description=description, integer_range=[IntegerRange(from_value=low, to_value=high)])
+
+
+def _str(description: str) -> ParameterDescriptor:
+    return ParameterDescriptor(description=description)
+
+
+# name: (default, descriptor) — documented in the package README.
+PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
+    "image_topic": (
+        "/camera/image_raw",
+        _str("camera topic; with image_transport 'compressed' '/compressed' is appended"),
+    ),
+    "image_transport": ("raw", _str("'raw' (sensor_msgs/Image) or 'compressed' (sensor_msgs/CompressedImage)")),
+    "audio_topic": ("/audio", _str("microphone topic (m3_interfaces/AudioChunk)")),
+    "sensor_reliability": (
+        "best_effort",
+        _str("camera and microphone QoS: 'best_effort' (sensor data) or 'reliable' (lossless replays over DDS)"),
+    ),
+    "face_rate_hz": (5.0, _float("frames per second of stream time sent to face processing", 0.1, 60.0)),
+    "face_backend": (
+        "dlib",
+        _str("'dlib' (mediapipe detection + dlib 128-d, embedded) or 'insightface' (buffalo_l SCRFD + ArcFace 512-d)"),
+    ),
+    "insightface_model_dir": ("", _str("insightface: buffalo_l directory holding det_10g.onnx and w600k_r50.onnx")),
+    "face_detector": ("auto", _str("dlib back-end: mediapipe model 'auto' (short+full range merged), 'short', 'full'")),
+    "face_min_score": (0.5, _float("minimum detector confidence", 0.0, 1.0)),
+    "face_min_size_px": (24, _int("smaller faces are ignored [px]", 8, 4096)),
+    "face_match_distance": (
+        0.40,
+        _float(
+            "one person: dlib max L2 between unit embeddings (0.40), insightface max cosine distance (0.70)", 0.05, 2.0
+        ),
+    ),
+    "face_reembed_every_n": (10, _int("re-embed a tracked face every N processed frames", 1, 10000)),
+    "face_track_min_iou": (0.3, _float("IoU needed to continue a track", 0.01, 1.0)),
+    "face_track_max_age_s": (1.0, _float("a track unseen this long (stream time) ends [s]", 0.05, 60.0)),
+    "face_max_crops": (3, _int("best crops kept per face identity", 1, 20)),
+    "face_send_crops": (True, ParameterDescriptor(description="attach a JPEG crop to embedded observations")),
+    "face_recognition_model": ("", _str("dlib ResNet .dat path; empty: face_recognition_models' file")),
+    "face_shape_predictor": ("", _str("dlib 5-point shape predictor .dat path; empty: packaged file")),
+    "vad_model": ("", _str("silero VAD ONNX path; empty: the silero-vad package's silero_vad.onnx")),
+    "vad_threshold": (0.5, _float("speech probability that starts an utterance", 0.05, 0.99)),
+    "min_utterance_s": (0.3, _float("shorter voiced bursts are dropped [s]", 0.0, 10.0)),
+    "max_utterance_s": (15.0, _float("longer speech is cut [s]", 1.0, 120.0)),
+    "hangover_s": (0.5, _float("silence that ends an utterance [s]", 0.05, 5.0)),
+    "speaker_backend": (
+        "resemblyzer",
+        _str("'resemblyzer' (GE2E 256-d, embedded) or 'eres2netv2' (3D-Speaker 192-d from speaker_model)"),
+    ),
+    "speaker_model": (
+        "",
+        _str("resemblyzer: weights .pt (empty: packaged); eres2netv2: ONNX or TorchScript export (required)"),
+    ),
+    "voice_match_cosine": (
+        0.75,
+        _float("min cosine between speaker embeddings of one voice (resemblyzer 0.75, eres2netv2 0.6)", 0.0, 1.0),
+    ),
+    "turn_split": (
+        True,
+        ParameterDescriptor(description="cut a voiced segment where the speaker changes (back-to-back turns)"),
+    ),
+    "turn_window_s": (1.0, _float("speaker-turn search: embedded window on each side of a boundary [s]", 0.5, 5.0)),
+    "turn_hop_s": (0.1, _float("speaker-turn search: candidate boundaries every hop [s]", 0.02, 1.0)),
+    "turn_change_cosine": (
+        0.65,
+        _float("speaker-turn search: adjacent windows below this cosine mark a change of voice", 0.0, 1.0),
+    ),
+    "turn_merge_cosine": (
+        0.75,
+        _float("speaker-turn search: adjacent pieces at or above this cosine are joined again", 0.0, 1.0),
+    ),
+    "turn_min_s": (
+        1.0,
+        _float("shortest turn split off; a shorter turn joins a known voice or none, never founds one [s]", 0.25, 10.0),
+    ),
+    "asr_backend": (
+        "faster_whisper",
+        _str(
+            "'faster_whisper' (CTranslate2 Whisper, embedded default), 'pocketsphinx', 'whisper' (local "
+            "transformers model), 'openai' (OpenAI-compatible endpoint) or 'none'"
+        ),
+    ),
+    "asr_model": (
+        "base",
+        _str(
+            "faster_whisper: 'base' (packaged, multilingual), 'tiny.en' (packaged, faster) or a CTranslate2 "
+            "Whisper directory; openai: model name sent to the endpoint (e.g. 'whisper-1')"
+        ),
+    ),
+    "asr_device": ("auto", _str("faster_whisper: 'auto' (CUDA when CTranslate2 sees one), 'cpu' or 'cuda'")),
+    "asr_compute_type": (
+        "auto",
+        _str("faster_whisper: 'auto' (int8 on CPU, float16 on CUDA) or a CTranslate2 type such as int8, float16"),
+    ),
+    "asr_threads": (0, _int("faster_whisper: CPU threads per decode; 0: all cores, at most 4", 0, 64)),
+    "asr_beam_size": (5, _int("faster_whisper: beam width (Whisper's usual 5; 1 = greedy)", 1, 16)),
+    "asr_word_timestamps": (
+        False,
+        ParameterDescriptor(description="faster_whisper: word timestamps in each VoiceSegment (costs ~10 % time)"),
+    ),
+    "asr_model_dir": (
+        "",
+        _str("pocketsphinx: model dir, empty = packaged; whisper: save_pretrained dir of the model and processor"),
+    ),
+    "asr_subprocess": (
+        True,
+        _str("pocketsphinx, faster_whisper: decode in a child process (keeps the GIL free for the other threads)"),
+    ),
+    "asr_language": (
+        "en",
+        _str("faster_whisper, whisper: the household's language code (e.g. en, de); empty: detected per utterance"),
+    ),
+    "asr_torch_threads": (0, _int("whisper: torch CPU threads (process-wide); 0: leave torch's setting", 0, 64)),
+    "asr_endpoint": ("http://localhost:8000/v1", _str("openai: base URL serving /audio/transcriptions")),
+    "asr_api_key_env": ("OPENAI_API_KEY", _str("openai: environment variable holding the API key (unset: none)")),
+    "asr_timeout_s": (30.0, _float("openai: per-request timeout [s]", 1.0, 600.0)),
+    "match_min_evidence": (2, _int("utterances over one dominant face before an EntityMatch", 1, 1000)),
+    "match_dominance_ratio": (2.0, _float("area ratio for a face to dominate the next one", 1.0, 100.0)),
+    "max_audio_backlog_s": (30.0, _float("audio queued beyond this is dropped (counted) [s]", 1.0, 600.0)),
+    "identities_period_s": (1.0, _float("min stream time between identity list updates without news [s]", 0.0, 60.0)),
+    "max_image_pixels": (
+        DEFAULT_MAX_PIXELS,
+        _int("camera frames larger than this (a JPEG/PNG by its header) are dropped undecoded [pixels]", 1, 2**30),
+    ),
+    "audio_sample_rate_min": (8000, _int("audio chunks at a lower sample rate are dropped [Hz]", 1, 768000)),
+    "audio_sample_rate_max": (192000, _int("audio chunks at a higher sample rate are dropped [Hz]", 1, 768000)),
+    "max_audio_chunk_s": (10.0, _float("longer audio chunks are dropped undecoded [s]", 0.1, 600.0)),
+    "max_stamp_jump_s": (
+        3600.0,
+        _float("a message stamped further than this from its stream's time is dropped [s]", 1.0, 1.0e9),
+    ),
+}
