@@ -152,6 +152,8 @@ class Replayer:
         def on_voice_events(events) -> None:
             for event in events:
                 counts["utterances"] += 1
+                if not event.voice_id:
+                    continue  # a short turn near no known voice: unlabelled speech, as the memory node drops it
                 add(
                     VoiceEvidence(
                         event.voice_id,

@@ -175,3 +175,42 @@ def test_replay_counts_bad_messages_and_goes_on(tmp_path):
         store.close()
     assert [(c["clip_index"], c["start_ns"]) for c in export["clips"]] == [(0, 0)]
     assert all(0 <= n["start_ns"] <= n["end_ns"] < 10 * 10**9 for n in export["text_nodes"]), export["text_nodes"]
+
+
+def test_replay_stores_a_clip_that_begins_with_a_short_unknown_turn(tmp_path):
+    """A turn under turn_min_s near no known voice has voice_id "" (it founds no voice); the replay
+    leaves it out as the memory node does. It used to be filed as evidence, and the whole clip then
+    failed to store ("perception ids must be face_N or voice_N, got ''")."""
+    import numpy as np
+
+    from m3_agent.recording.typestore import AUDIO_CHUNK, m3_typestore
+    from m3_agent.replay import Replayer
+    from m3_memory.store import MemoryStore
+    from m3_perception.audio_codec import encode_s16le
+    from m3_perception.synthetic import speak
+
+    types = m3_typestore().types
+
+    def audio(t: float, data: bytes):
+        stamp = types["builtin_interfaces/msg/Time"](sec=int(t), nanosec=round(t % 1 * 1e9))
+        header = types["std_msgs/msg/Header"](stamp=stamp, frame_id="")
+        return types[AUDIO_CHUNK](header, 16000, 1, "S16LE", "wave", np.frombuffer(data, np.uint8))
+
+    short = speak("yes", "slt")
+    assert len(short) < 16000  # under the default turn_min_s of 1 s
+    line = speak("my name is alice and i like green tea with honey", "slt")
+    track = encode_s16le(np.concatenate([np.zeros(8000), short, np.zeros(24000), line, np.zeros(24000)]))
+    messages = [(i / 32000, "audio", audio(i / 32000, track[i : i + 3200])) for i in range(0, len(track), 3200)]
+    _write_bag(tmp_path / "bag", messages)
+    replayer = Replayer(tmp_path / "memory", default_params_file())
+    try:
+        report = replayer.run(tmp_path / "bag")
+    finally:
+        replayer.close()
+    assert report.utterances == 2 and report.clips_stored == 1
+    store = MemoryStore(str(tmp_path / "memory"), create=False)
+    try:
+        texts = [n["text"].lower() for n in store.export_json()["text_nodes"]]
+    finally:
+        store.close()
+    assert any("green tea" in t for t in texts), texts
