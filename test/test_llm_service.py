@@ -52,6 +52,27 @@ def test_real_server_answers_a_chat_completion(llm_server):
     assert reply["usage"]["completion_tokens"] > 0
 
 
+def test_the_server_runs_with_one_core_left_to_the_nodes(llm_server):
+    """The session's server was started from ServerConfig's defaults: generation threads are every
+    core but one, prompt threads every core, and no per-token logits (the flags the real server took)."""
+    with open(f"/proc/{llm_server.pid}/cmdline", "rb") as cmdline:
+        argv = cmdline.read().decode().split("\0")
+    flag = {name: argv[argv.index(name) + 1] for name in ("--n_threads", "--n_threads_batch", "--logits_all")}
+    cores = os.cpu_count() or 1
+    assert flag == {"--n_threads": str(max(1, cores - 1)), "--n_threads_batch": str(cores), "--logits_all": "false"}
+    assert chat(llm_server.base_url, llm_server.model, "Say OK.")["choices"][0]["message"]["content"]
+
+
+def test_profile_thread_counts_reach_the_server_flags(tmp_path):
+    from m3_agent.llm.service import server_config
+
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    config = server_config(llm_profile.EmbeddedSettings(model=str(gguf), threads=3, threads_batch=5))
+    argv = config.argv()
+    assert argv[argv.index("--n_threads") + 1] == "3" and argv[argv.index("--n_threads_batch") + 1] == "5"
+
+
 def test_a_running_server_with_the_same_model_is_reused(llm_server):
     config = ServerConfig(model_path=Path("/unused.gguf"), model=llm_server.model, port=llm_server.config.port)
     with LlamaServer(config) as again:

@@ -40,7 +40,8 @@ class EmbeddedSettings:
     sha256: str = ""
     host: str = "127.0.0.1"
     port: int = 8080
-    threads: int = 0
+    threads: int = 0  # generation threads; 0: every core but one (server.generation_threads)
+    threads_batch: int = 0  # prompt-reading threads; 0: every core
     context: int = 8192
     prompt_cache_mb: int = 1024
     start_timeout_s: float = 180.0

@@ -41,7 +41,8 @@ class ServerConfig:
     model: str  # the name the server answers to (--model_alias) and clients send
     host: str = "127.0.0.1"
     port: int = 8080
-    threads: int = 0  # 0: every core
+    threads: int = 0  # generation threads; 0: every core but one (at least 1), see generation_threads
+    threads_batch: int = 0  # prompt-reading threads; 0: every core
     context: int = 8192  # tokens
     prompt_cache_mb: int = 1024  # llama.cpp RAM cache of evaluated prompts; 0: off
     start_timeout_s: float = 180.0
@@ -50,17 +51,29 @@ class ServerConfig:
     command: list[str] = field(default_factory=list)  # empty: this interpreter's -m llama_cpp.server
 
     def argv(self) -> list[str]:
-        threads = str(self.threads or os.cpu_count() or 1)
+        threads = str(self.threads or generation_threads(os.cpu_count() or 1))
+        threads_batch = str(self.threads_batch or os.cpu_count() or 1)
         cache = ["--cache", "true", "--cache_size", str(self.prompt_cache_mb << 20)] if self.prompt_cache_mb else []
         return [
             *(self.command or [sys.executable, "-m", "llama_cpp.server"]),
             *("--model", str(self.model_path), "--model_alias", self.model),
             *("--host", self.host, "--port", str(self.port)),
-            *("--n_threads", threads, "--n_threads_batch", threads, "--n_ctx", str(self.context)),
+            *("--n_threads", threads, "--n_threads_batch", threads_batch, "--n_ctx", str(self.context)),
             *("--use_mmap", "false"),  # mmap made the first calls slow on this class of machine
+            # The server's default keeps logits of every prompt token (n_ctx x vocabulary floats, and an
+            # output layer per token); only logprobs need them, and the nodes never ask for logprobs.
+            *("--logits_all", "false"),
             *cache,
             *self.extra_args,
         ]
+
+
+def generation_threads(cores: int) -> int:
+    """Every core but one: the server shares the machine with perception and the nodes, and
+    llama.cpp's threads meet at a barrier after every layer of every generated token, so one thread
+    preempted by perception stalls them all (on 2 cores with perception running, generation fell
+    from 30 to 1.5-3 tokens/s with 2 threads)."""
+    return max(1, cores - 1)
 
 
 def free_port(host: str = "127.0.0.1") -> int:

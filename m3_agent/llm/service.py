@@ -92,6 +92,7 @@ def server_config(settings: EmbeddedSettings) -> ServerConfig:
         host=settings.host,
         port=settings.port,
         threads=settings.threads,
+        threads_batch=settings.threads_batch,
         context=settings.context,
         prompt_cache_mb=settings.prompt_cache_mb,
         start_timeout_s=settings.start_timeout_s,
