@@ -124,29 +124,54 @@ def _write_bag(path: Path, messages: list[tuple[float, str, object]]) -> None:
             writer.write(connection, round(t * 1e9), store.serialize_cdr(msg, msgtype))
 
 
+def _header(t: float):
+    from m3_agent.recording.typestore import m3_typestore
+
+    types = m3_typestore().types
+    stamp = types["builtin_interfaces/msg/Time"](sec=int(t), nanosec=round(t % 1 * 1e9))
+    return types["std_msgs/msg/Header"](stamp=stamp, frame_id="")
+
+
+def _audio(t: float, data: bytes, rate: int = 16000):
+    """An AudioChunk of S16LE mono bytes stamped t [s]."""
+    import numpy as np
+
+    from m3_agent.recording.typestore import AUDIO_CHUNK, m3_typestore
+
+    return m3_typestore().types[AUDIO_CHUNK](_header(t), rate, 1, "S16LE", "wave", np.frombuffer(data, np.uint8))
+
+
+def _replay_bag(bag: Path, memory: Path) -> tuple[object, dict]:
+    """The replay's report and the memory's export after replaying `bag` in this process."""
+    from m3_agent.replay import Replayer
+    from m3_memory.store import MemoryStore
+
+    replayer = Replayer(memory, default_params_file())
+    try:
+        report = replayer.run(bag)
+    finally:
+        replayer.close()
+    store = MemoryStore(str(memory), create=False)
+    try:
+        return report, store.export_json()
+    finally:
+        store.close()
+
+
 def test_replay_counts_bad_messages_and_goes_on(tmp_path):
     """Issue 13's bad messages inside a recording are skipped and counted, as the nodes do: on main the
     999 999 937 Hz chunk raised MemoryError out of the replay."""
     import numpy as np
 
-    from m3_agent.recording.typestore import AUDIO_CHUNK, COMPRESSED_IMAGE, m3_typestore
-    from m3_agent.replay import Replayer
-    from m3_memory.store import MemoryStore
+    from m3_agent.recording.typestore import COMPRESSED_IMAGE, m3_typestore
     from m3_perception.audio_codec import encode_s16le
     from m3_perception.image_codec import encode_jpeg
     from m3_perception.synthetic import compose, face_photos, jpeg_claiming, png_claiming, speak
 
-    types = m3_typestore().types
-
-    def header(t: float):
-        stamp = types["builtin_interfaces/msg/Time"](sec=int(t), nanosec=round(t % 1 * 1e9))
-        return types["std_msgs/msg/Header"](stamp=stamp, frame_id="")
-
     def image(t: float, data: bytes, fmt: str = "jpeg"):
-        return types[COMPRESSED_IMAGE](header=header(t), format=fmt, data=np.frombuffer(data, np.uint8))
+        return m3_typestore().types[COMPRESSED_IMAGE](header=_header(t), format=fmt, data=np.frombuffer(data, np.uint8))
 
-    def audio(t: float, data: bytes, rate: int = 16000):
-        return types[AUDIO_CHUNK](header(t), rate, 1, "S16LE", "wave", np.frombuffer(data, np.uint8))
+    audio = _audio
 
     frame = encode_jpeg(compose(face_photos(), [("astronaut", 200, 100, 1.0)]), 90)
     line = speak("my name is alice and i like green tea with honey", "slt")  # over 1 s: gets a voice id
@@ -162,17 +187,8 @@ def test_replay_counts_bad_messages_and_goes_on(tmp_path):
         (0.25, "audio", audio(2**31 - 2.0, track)),  # the whole line, stamped just before Time's int32 end
     ]
     _write_bag(tmp_path / "bag", messages)
-    replayer = Replayer(tmp_path / "memory", default_params_file())
-    try:
-        report = replayer.run(tmp_path / "bag")
-    finally:
-        replayer.close()
+    report, export = _replay_bag(tmp_path / "bag", tmp_path / "memory")
     assert (report.bad_messages, report.utterances, report.clips_stored) == (6, 1, 1)
-    store = MemoryStore(str(tmp_path / "memory"), create=False)
-    try:
-        export = store.export_json()
-    finally:
-        store.close()
     assert [(c["clip_index"], c["start_ns"]) for c in export["clips"]] == [(0, 0)]
     assert all(0 <= n["start_ns"] <= n["end_ns"] < 10 * 10**9 for n in export["text_nodes"]), export["text_nodes"]
 
@@ -183,34 +199,16 @@ def test_replay_stores_a_clip_that_begins_with_a_short_unknown_turn(tmp_path):
     failed to store ("perception ids must be face_N or voice_N, got ''")."""
     import numpy as np
 
-    from m3_agent.recording.typestore import AUDIO_CHUNK, m3_typestore
-    from m3_agent.replay import Replayer
-    from m3_memory.store import MemoryStore
     from m3_perception.audio_codec import encode_s16le
     from m3_perception.synthetic import speak
-
-    types = m3_typestore().types
-
-    def audio(t: float, data: bytes):
-        stamp = types["builtin_interfaces/msg/Time"](sec=int(t), nanosec=round(t % 1 * 1e9))
-        header = types["std_msgs/msg/Header"](stamp=stamp, frame_id="")
-        return types[AUDIO_CHUNK](header, 16000, 1, "S16LE", "wave", np.frombuffer(data, np.uint8))
 
     short = speak("yes", "slt")
     assert len(short) < 16000  # under the default turn_min_s of 1 s
     line = speak("my name is alice and i like green tea with honey", "slt")
     track = encode_s16le(np.concatenate([np.zeros(8000), short, np.zeros(24000), line, np.zeros(24000)]))
-    messages = [(i / 32000, "audio", audio(i / 32000, track[i : i + 3200])) for i in range(0, len(track), 3200)]
+    messages = [(i / 32000, "audio", _audio(i / 32000, track[i : i + 3200])) for i in range(0, len(track), 3200)]
     _write_bag(tmp_path / "bag", messages)
-    replayer = Replayer(tmp_path / "memory", default_params_file())
-    try:
-        report = replayer.run(tmp_path / "bag")
-    finally:
-        replayer.close()
+    report, export = _replay_bag(tmp_path / "bag", tmp_path / "memory")
     assert report.utterances == 2 and report.clips_stored == 1
-    store = MemoryStore(str(tmp_path / "memory"), create=False)
-    try:
-        texts = [n["text"].lower() for n in store.export_json()["text_nodes"]]
-    finally:
-        store.close()
+    texts = [n["text"].lower() for n in export["text_nodes"]]
     assert any("green tea" in t for t in texts), texts
