@@ -120,7 +120,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
         with spinning(executor):  # progress callbacks for --keep-up; joined before the teardown below
             player = BagPlayer(node, args.bag, options)
             count = player.play(should_stop=interrupted)
-        print(json.dumps({"bag": str(args.bag), "published": count}))
+        print(json.dumps({"bag": str(args.bag), "published": count, **player.status.summary()}))
     except KeyboardInterrupt:
         pass
     except RuntimeError:  # rclpy refuses to publish once Ctrl-C has shut the context down

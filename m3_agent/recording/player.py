@@ -1,7 +1,8 @@
 """A bag player node: publishes a recording's messages, with /clock, at a rate multiplier.
 
 rosbag2's player has no PyPI wheel; this plays what `rosbags` reads, sending the raw CDR
-bytes through rclpy so no message is re-encoded.
+bytes through rclpy so no message is re-encoded. A message whose CDR does not deserialize is
+skipped and counted; a damaged recording plays up to its damage (see bag_reader).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 
-from m3_agent.recording.bag_reader import bag_info, iter_messages
+from m3_agent.recording.bag_reader import ReadStatus, bag_info, iter_deserialized
 
 
 def message_class(msgtype: str) -> type:
@@ -106,6 +107,7 @@ class BagPlayer:
         }
         self._clock = node.create_publisher(Clock, "/clock", 10) if options.publish_clock else None
         self.published = 0
+        self.status = ReadStatus()  # messages skipped (CDR that does not deserialize), damage found
         self._progress_ns = -1
         self._progress = threading.Condition()
         if options.keep_up_topic:
@@ -146,7 +148,8 @@ class BagPlayer:
         """Publish the recording (paced, with /clock); the number of messages published."""
         self._wait_for_subscribers()
         wall_start = first_ns = None
-        for message in iter_messages(self._bag, self._options.topics, self._options.start_offset_s):
+        topics, offset = self._options.topics, self._options.start_offset_s
+        for message, _ in iter_deserialized(self._bag, topics, offset, self.status):  # checked, sent raw
             if first_ns is None:
                 wall_start, first_ns = time.monotonic(), message.timestamp_ns
             if self._options.keep_up_topic and not self._keep_up(message.timestamp_ns, first_ns, should_stop):
