@@ -155,6 +155,10 @@ class Replayer:
         def on_voice_events(events) -> None:
             for event in events:
                 counts["utterances"] += 1
+                if not event.voice_id:
+                    # Too short to tell who spoke (e.g. cut off by the end of a truncated recording): the
+                    # memory node drops such a segment, and the memory refuses a clip holding one.
+                    continue
                 store(
                     windows.add(
                         VoiceEvidence(

@@ -160,3 +160,14 @@ def test_a_bag_with_nothing_readable_is_one_clear_error(episode, tmp_path):
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "m3 replay: error: cannot read recording" in result.stderr
+
+
+def test_an_utterance_too_short_to_identify_does_not_lose_its_clip(episode, tmp_path):
+    """A word too short to tell who spoke, before any voice is known, has no voice id (as the end of a
+    recording cut mid-word can have): the memory node drops such a segment; the replay handed it to the
+    memory, which refused the whole clip (clip 0 was never stored)."""
+    generate(tmp_path, Path(__file__).with_name("data") / "short_first_word.yaml")
+    convert(tmp_path / "episode.mp4", tmp_path / "bag")
+    result, report = _replay(tmp_path / "bag", tmp_path / "memory", episode / "params.yaml")
+    assert report["clips_stored"] == math.ceil(bag_info(tmp_path / "bag").duration_s / CLIP_S)
+    assert "not stored" not in result.stderr
