@@ -62,7 +62,7 @@ class ReplayReport:
 
 
 def _pick_topic(topics: dict[str, tuple[str, int]], types: tuple[str, ...], wanted: str) -> str | None:
-    if wanted in topics:
+    if wanted in topics and topics[wanted][0] in types:
         return wanted
     candidates = [t for t, (msgtype, _) in topics.items() if msgtype in types]
     return candidates[0] if len(candidates) == 1 else None

@@ -4,6 +4,7 @@ the real `m3 replay` / `m3 play` commands."""
 
 import json
 import math
+import random
 import shutil
 import struct
 import subprocess
@@ -134,22 +135,42 @@ def test_a_truncated_bag_replays_its_intact_part(episode, tmp_path, storage, dam
     assert played["bag_truncated"] and played["published"] == report["messages_read"]
 
 
-def test_reading_stops_at_the_first_bad_record_behind_an_intact_index(episode, tmp_path):
-    """A message record whose length is damaged inside an MCAP with its summary: the messages before
-    the damaged chunk are read, then the pass stops and says why."""
+@pytest.mark.parametrize("cut", [False, True], ids=["indexed", "cut-short"])
+@pytest.mark.parametrize(("opcode", "length"), [(0x05, 2**40), (0x80, 2**64 - 1)], ids=["message", "unknown-record"])
+def test_a_damaged_record_length_stops_the_read_there(episode, tmp_path, cut, opcode, length):
+    """A record inside an MCAP chunk whose length runs past the chunk (a message record, or one of a
+    type readers skip, with a length that does not even fit an index), in a file with its summary
+    (rosbags' indexed reader) or cut short (the stream reader): the messages of the chunks before it
+    are read, then the pass stops and says why; no OverflowError or desynchronised record escapes."""
     from m3_agent.recording.bag_reader import ReadStatus, iter_deserialized
 
     bag, storage = _copy(episode / "mcap", tmp_path / "framing")
     cdr = [m.data for m in iter_messages(bag)][150]
     blob = bytearray(storage.read_bytes())
-    record = blob.index(cdr[:64]) - 22 - 9  # opcode, length, channel, sequence, log and publish time
+    record = blob.index(cdr[:96]) - 22 - 9  # opcode, length, channel, sequence, log and publish time
     assert blob[record] == 0x05
-    blob[record + 1 : record + 9] = struct.pack("<Q", 2**40)
-    storage.write_bytes(bytes(blob))
+    blob[record : record + 9] = struct.pack("<BQ", opcode, length)
+    storage.write_bytes(bytes(blob[: round(len(blob) * 0.95)] if cut else blob))
     status = ReadStatus()
     read = sum(1 for _ in iter_deserialized(bag, status=status))
-    assert 0 < read < 150 and status.messages_read == read
-    assert status.truncated and "unreadable after" in status.problem
+    assert 0 < read < 150 and status.messages_read == read and not status.skipped
+    assert status.truncated and ("unreadable after" in status.problem or "bad or cut-short record" in status.problem)
+
+
+def test_a_recorded_type_nobody_knows_is_passed_on_or_refused_clearly(episode, tmp_path):
+    """A damaged file's own type name (read from its schema record) that neither the type store nor
+    rclpy knows: its messages cannot be checked and come unchecked; the player refuses in one line."""
+    from m3_agent.recording.bag_reader import iter_deserialized
+
+    bag, storage = _copy(episode / "mcap", tmp_path / "renamed")
+    blob = storage.read_bytes().replace(b"m3_interfaces/msg/AudioChunk", b"m3_interfaces/msg/AudioChunX")
+    storage.write_bytes(blob[: round(len(blob) * 0.95)])  # cut short: the stream reader takes types from the file
+    unchecked = [message.topic for message, decoded in iter_deserialized(bag) if decoded is None]
+    assert unchecked and set(unchecked) == {AUDIO}
+    command = ["m3", "play", str(bag), "--rate", "0", "--wait-for-subscribers", "0"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "no message class for the recorded type 'm3_interfaces/msg/AudioChunX'" in result.stderr
 
 
 def test_a_bag_with_nothing_readable_is_one_clear_error(episode, tmp_path):
@@ -171,3 +192,32 @@ def test_an_utterance_too_short_to_identify_does_not_lose_its_clip(episode, tmp_
     result, report = _replay(tmp_path / "bag", tmp_path / "memory", episode / "params.yaml")
     assert report["clips_stored"] == math.ceil(bag_info(tmp_path / "bag").duration_s / CLIP_S)
     assert "not stored" not in result.stderr
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_random_damage_never_escapes_the_reader(episode, tmp_path, storage):
+    """Bytes overwritten at random (and half the time the file cut too): a pass reads what it can and
+    says why it stopped, or the recording is refused with one clear error; nothing else escapes."""
+    from m3_agent.recording.bag_reader import ReadStatus, iter_deserialized
+
+    rng = random.Random(3)
+    original = next(f for f in (episode / storage).iterdir() if f.suffix in (".mcap", ".db3"))
+    clean = original.read_bytes()
+    outcomes = {"read": 0, "truncated": 0, "refused": 0}
+    for trial in range(60):
+        bag, file = _copy(episode / storage, tmp_path / str(trial))
+        data = bytearray(clean)
+        for _ in range(rng.choice([30, 100, 300])):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        file.write_bytes(bytes(data[: rng.randrange(len(data))] if rng.random() < 0.5 else data))
+        try:
+            bag_info(bag)
+            status = ReadStatus()
+            yielded = sum(1 for _ in iter_deserialized(bag, status=status))
+            assert yielded + sum(status.skipped.values()) == status.messages_read
+            outcomes["truncated" if status.truncated else "read"] += 1
+        except ValueError as error:
+            assert "cannot read recording" in str(error)
+            outcomes["refused"] += 1
+        shutil.rmtree(bag)
+    assert outcomes["truncated"] > 0 and outcomes["read"] > 0

@@ -10,6 +10,7 @@ skipped because their CDR does not deserialize (or, counted by the caller, their
 from __future__ import annotations
 
 import logging
+import struct
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,6 +27,9 @@ from m3_agent.recording.typestore import m3_typestore
 log = logging.getLogger(__name__)
 WARN_EVERY_S = 5.0  # a warning per topic at most this often; every skip is counted
 STORAGE_SUFFIXES = {".mcap": "mcap", ".db3": "sqlite3"}
+# What rosbags' readers raise on a damaged record behind an intact index: its own error, SQLite's,
+# and from its MCAP chunk parser a short read (struct) or a length that does not fit (Overflow).
+INDEXED_READ_ERRORS = (ReaderError, apsw.Error, struct.error, OverflowError)
 
 
 @dataclass(frozen=True)
@@ -118,12 +122,10 @@ def open_reader(path: str | Path) -> Reader:
     try:
         reader = Reader(path)
         reader.open()
-    except (ReaderError, apsw.Error) as error:
+    except Exception as error:  # whatever rosbags raises for a file it cannot open: salvage, or one clear line
         known = _storage_files(path)
         if known is not None:
             raise _Damaged(f"{path} is damaged ({error})", *known) from error
-        raise ValueError(f"cannot read recording {path}: {error}") from error
-    except Exception as error:  # not a recording at all (metadata, format): one clear line
         raise ValueError(f"cannot read recording {path}: {error}") from error
     return reader
 
@@ -202,7 +204,7 @@ def iter_messages(
                 connection, timestamp, data = next(messages)
             except StopIteration:
                 return
-            except (ReaderError, apsw.Error) as error:  # a damaged record behind an intact index
+            except INDEXED_READ_ERRORS as error:  # a damaged record behind an intact index
                 status.stop(f"{path}: unreadable after {status.read_until_ns / 1e9:.3f} s ({error})")
                 return
             status.count(timestamp)
@@ -216,17 +218,22 @@ def iter_deserialized(
     topics: list[str] | None = None,
     start_offset_s: float = 0.0,
     status: ReadStatus | None = None,
-) -> Iterator[tuple[RawMessage, object]]:
+) -> Iterator[tuple[RawMessage, object | None]]:
     """(raw message, rosbags dataclass) pairs; a message whose CDR does not deserialize is skipped
-    and counted in `status` (a subscriber could not use it either)."""
+    and counted in `status` (a subscriber could not use it either). A type the type store does not
+    know cannot be checked: its messages come with None."""
     status = status if status is not None else ReadStatus()
     store = m3_typestore()
     for message in iter_messages(path, topics, start_offset_s, status):
-        try:
-            yield message, store.deserialize_cdr(message.data, message.msgtype)
-        except SerdeError as error:
-            stamp_s = message.timestamp_ns / 1e9
-            status.skip(message.topic, f"CDR does not deserialize at {stamp_s:.3f} s: {error}", kind="CDR")
+        decoded = None
+        if message.msgtype in store.types:
+            try:
+                decoded = store.deserialize_cdr(message.data, message.msgtype)
+            except SerdeError as error:
+                stamp_s = message.timestamp_ns / 1e9
+                status.skip(message.topic, f"CDR does not deserialize at {stamp_s:.3f} s: {error}", kind="CDR")
+                continue
+        yield message, decoded
 
 
 def deserialize(message: RawMessage):

@@ -24,8 +24,13 @@ from m3_agent.recording.bag_reader import ReadStatus, bag_info, iter_deserialize
 
 def message_class(msgtype: str) -> type:
     """'sensor_msgs/msg/CompressedImage' -> the generated rclpy class."""
-    package, kind, name = msgtype.split("/")
-    return getattr(importlib.import_module(f"{package}.{kind}"), name)
+    try:
+        package, kind, name = msgtype.split("/")
+        return getattr(importlib.import_module(f"{package}.{kind}"), name)
+    except (ValueError, ImportError, AttributeError) as error:
+        raise ValueError(
+            f"no message class for the recorded type {msgtype!r}: build its package, or leave its topic out (--topics)"
+        ) from error
 
 
 @contextlib.contextmanager

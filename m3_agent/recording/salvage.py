@@ -13,14 +13,16 @@ import sqlite3
 import struct
 import zlib
 from collections.abc import Callable, Iterator
+from io import BytesIO
 from pathlib import Path
 from urllib.parse import quote
 
 from backports.zstd import ZstdDecompressor, ZstdError
 from mcap.data_stream import ReadDataStream
 from mcap.exceptions import McapError, UnsupportedCompressionError
+from mcap.opcode import Opcode
 from mcap.records import Channel, Chunk, DataEnd, Footer, Message, Schema
-from mcap.stream_reader import StreamReader, breakup_chunk
+from mcap.stream_reader import StreamReader
 
 # A chunk that declares more than this is a damaged record, refused before decompressing it
 # (rosbag2 writes 768 KiB chunks, rosbags 1 MiB).
@@ -34,15 +36,28 @@ Salvaged = tuple[str, str, int, bytes]
 OnStop = Callable[[str], None]
 
 
-def _complete_records(data: bytes) -> bytes:
-    """The prefix of a chunk's records stream that holds only whole records (opcode, length, body)."""
-    end = 0
-    while end + 9 <= len(data):
-        (length,) = struct.unpack_from("<Q", data, end + 1)
-        if end + 9 + length > len(data):
-            break
-        end += 9 + length
-    return data[:end]
+def _parse_records(data: bytes, partial: bool) -> list:
+    """The schema, channel and message records of a chunk's records stream, each read from its own
+    bytes, so that a damaged field cannot carry the reader into the next record (the mcap library's
+    breakup_chunk can be, and then reads a length from the middle of a message). A record that runs
+    past the end is where a partial chunk's data stops; in a whole chunk it is damage."""
+    records: list = []
+    at = 0
+    while at < len(data):
+        length = struct.unpack_from("<Q", data, at + 1)[0] if at + 9 <= len(data) else None
+        if length is None or at + 9 + length > len(data):
+            if partial:
+                break
+            raise ValueError(f"the record at byte {at} of the chunk runs past its end")
+        stream = ReadDataStream(BytesIO(data[at + 9 : at + 9 + length]))
+        if data[at] == Opcode.SCHEMA:
+            records.append(Schema.read(stream))
+        elif data[at] == Opcode.CHANNEL:
+            records.append(Channel.read(stream))
+        elif data[at] == Opcode.MESSAGE:
+            records.append(Message.read(stream, length))
+        at += 9 + length
+    return records
 
 
 def _chunk_records(chunk: Chunk, partial: bool) -> list:
@@ -55,21 +70,11 @@ def _chunk_records(chunk: Chunk, partial: bool) -> list:
         data = chunk.data
     else:
         raise UnsupportedCompressionError(chunk.compression)
-    if partial:
-        data = _complete_records(data)
-    elif len(data) != chunk.uncompressed_size:
+    if not partial and len(data) != chunk.uncompressed_size:
         raise ValueError(f"chunk holds {len(data)} bytes, declares {chunk.uncompressed_size}")
-    elif chunk.uncompressed_crc and zlib.crc32(data) != chunk.uncompressed_crc:
+    if not partial and chunk.uncompressed_crc and zlib.crc32(data) != chunk.uncompressed_crc:
         raise ValueError("chunk checksum mismatch")
-    whole = Chunk(
-        compression="",
-        data=data,
-        message_start_time=chunk.message_start_time,
-        message_end_time=chunk.message_end_time,
-        uncompressed_crc=0,
-        uncompressed_size=len(data),
-    )
-    return breakup_chunk(whole)
+    return _parse_records(data, partial)
 
 
 def _partial_chunk(path: Path, offset: int, size: int) -> list:
