@@ -154,10 +154,13 @@ def sqlite3_messages(path: Path, on_stop: OnStop) -> Iterator[Salvaged]:
                 return
             if row is None:
                 return
-            read += 1
             topic_id, timestamp, data = row
+            if not (isinstance(timestamp, int) and isinstance(data, bytes)):  # a damaged cell reads as another type
+                on_stop(f"{path.name}: unreadable after {read} rows (row {read + 1} holds other types than recorded)")
+                return
+            read += 1
             if topic_id in topics:
-                yield *topics[topic_id], int(timestamp), bytes(data)
+                yield *topics[topic_id], timestamp, data
     finally:
         db.close()
 
