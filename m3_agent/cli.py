@@ -96,7 +96,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
 
-    from m3_agent.recording.player import BagPlayer, PlaybackOptions, parse_remaps
+    from m3_agent.recording.player import BagPlayer, PlaybackOptions, parse_remaps, spinning
 
     options = PlaybackOptions(
         rate=args.rate,
@@ -113,13 +113,20 @@ def _cmd_play(args: argparse.Namespace) -> int:
     node = Node("bag_player")
     executor = SingleThreadedExecutor()
     executor.add_node(node)
-    spinner = threading.Thread(target=executor.spin, daemon=True)  # progress callbacks for --keep-up
-    spinner.start()
+
+    def interrupted() -> bool:
+        return not executor.context.ok()  # Ctrl-C shuts the context down
+
     try:
-        count = BagPlayer(node, args.bag, options).play()
-        print(json.dumps({"bag": str(args.bag), "published": count}))
+        with spinning(executor):  # progress callbacks for --keep-up; joined before the teardown below
+            player = BagPlayer(node, args.bag, options)
+            count = player.play(should_stop=interrupted)
+        print(json.dumps({"bag": str(args.bag), "published": count, **player.status.summary()}))
     except KeyboardInterrupt:
         pass
+    except RuntimeError:  # rclpy refuses to publish once Ctrl-C has shut the context down
+        if not interrupted():
+            raise
     except TimeoutError as error:
         print(f"m3 play: error: {error}", file=sys.stderr)
         return 1

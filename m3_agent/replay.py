@@ -13,13 +13,13 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 import yaml
 
-from m3_agent.recording.bag_reader import bag_info, deserialize, iter_messages
+from m3_agent.recording.bag_reader import ReadStatus, bag_info, iter_deserialized
 from m3_agent.recording.typestore import AUDIO_CHUNK, COMPRESSED_IMAGE
 
 RAW_IMAGE = "sensor_msgs/msg/Image"
@@ -50,14 +50,19 @@ class ReplayReport:
     utterances: int
     matches: int
     clips_stored: int
-    bad_messages: int
+    bad_messages: int  # messages skipped: CDR that does not deserialize, or content that does not decode
     clips_degraded: int = 0  # stored by the rules memorizer after the model failed (see the memory's log)
     memorize_s_per_clip: float = 0.0  # mean seconds a clip took to memorize and store (beside perception)
     memory_ready_after_s: float = 0.0  # seconds from the end of perception until the last clip was stored
+    skipped_messages: dict[str, int] = field(default_factory=dict)  # topic -> messages skipped (bad_messages)
+    messages_read: int = 0  # messages of the replayed topics read from the recording
+    read_until_s: float = 0.0  # stream time of the last message read, from the recording's start
+    bag_truncated: bool = False  # the recording is damaged: only the part before the damage was replayed
+    bag_problem: str = ""  # what is wrong with the recording ("" = nothing)
 
 
 def _pick_topic(topics: dict[str, tuple[str, int]], types: tuple[str, ...], wanted: str) -> str | None:
-    if wanted in topics:
+    if wanted in topics and topics[wanted][0] in types:
         return wanted
     candidates = [t for t, (msgtype, _) in topics.items() if msgtype in types]
     return candidates[0] if len(candidates) == 1 else None
@@ -133,7 +138,8 @@ class Replayer:
         stamps = {topic: StampGuard(p["max_stamp_jump_s"]) for topic in (image_topic, audio_topic) if topic}
         audio_limits = AudioLimits(p["audio_sample_rate_min"], p["audio_sample_rate_max"], p["max_audio_chunk_s"])
         min_gap_s = 1.0 / p["face_rate_hz"]
-        counts = {"frames": 0, "faces": 0, "utterances": 0, "matches": 0, "clips": 0, "bad": 0}
+        counts = {"frames": 0, "faces": 0, "utterances": 0, "matches": 0, "clips": 0}
+        status = ReadStatus()
         last_frame_s: float | None = None
 
         # Memorization runs beside perception on the ingester's thread, clips in order.
@@ -146,14 +152,16 @@ class Replayer:
         def add(item) -> None:
             try:
                 store(windows.add(item))
-            except StampRejected:
-                counts["bad"] += 1
+            except StampRejected as error:  # evidence the clip windows refuse (as the memory node drops it)
+                status.skip("clip windows", str(error), "stamp")
 
         def on_voice_events(events) -> None:
             for event in events:
                 counts["utterances"] += 1
                 if not event.voice_id:
-                    continue  # a short turn near no known voice: unlabelled speech, as the memory node drops it
+                    # Too short to tell who spoke (a short turn near no known voice, a word cut off by the end of a
+                    # truncated recording): the memory node drops such a segment, and the memory refuses a clip holding one.
+                    continue
                 add(
                     VoiceEvidence(
                         event.voice_id,
@@ -183,9 +191,8 @@ class Replayer:
         started = time.perf_counter()
         topics = [t for t in (image_topic, audio_topic) if t]
         try:
-            for message in iter_messages(bag, topics, start_offset_s=skip_s):
+            for message, msg in iter_deserialized(bag, topics, skip_s, status):
                 stamp_s = (message.timestamp_ns - info.start_ns) / NS
-                msg = deserialize(message)
                 header_s = msg.header.stamp.sec + msg.header.stamp.nanosec / NS
                 try:
                     if stamps[message.topic].admit(header_ns(msg.header.stamp.sec, msg.header.stamp.nanosec)):
@@ -227,8 +234,8 @@ class Replayer:
                                         float(o.quality),
                                     )
                                 )
-                except (AudioDecodeError, ImageDecodeError, StampRejected):
-                    counts["bad"] += 1  # a damaged message is skipped, as the nodes do
+                except (AudioDecodeError, ImageDecodeError, StampRejected) as error:
+                    status.skip(message.topic, f"{error} (at {stamp_s:.3f} s)")  # as the nodes drop it
                 if progress is not None:
                     progress(stamp_s, info.duration_s)
             on_voice_events(self.voices.flush())
@@ -254,10 +261,12 @@ class Replayer:
             counts["utterances"],
             counts["matches"],
             counts["clips"],
-            counts["bad"],
+            sum(status.skipped.values()),
             stats.degraded,
             summary["memorize_s_per_clip"],
             round(time.perf_counter() - perceived, 3),
+            read_until_s=round(max(0, status.read_until_ns - info.start_ns) / NS, 3),
+            **status.summary(),
         )
 
 
@@ -271,8 +280,8 @@ def replay(
     """Replay `bag` into `memory_dir`; the report as a dict. A tqdm bar on stderr if asked."""
     from tqdm import tqdm
 
+    total_s = round(bag_info(bag).duration_s, 1)  # an unreadable recording fails here, before any memory
     replayer = Replayer(memory_dir, params_file, overrides=overrides)
-    total_s = round(bag_info(bag).duration_s, 1)
     try:
         with tqdm(total=total_s, unit="s", desc="replay", disable=not show_progress) as bar:
 

@@ -192,23 +192,3 @@ def test_replay_counts_bad_messages_and_goes_on(tmp_path):
     assert [(c["clip_index"], c["start_ns"]) for c in export["clips"]] == [(0, 0)]
     assert all(0 <= n["start_ns"] <= n["end_ns"] < 10 * 10**9 for n in export["text_nodes"]), export["text_nodes"]
 
-
-def test_replay_stores_a_clip_that_begins_with_a_short_unknown_turn(tmp_path):
-    """A turn under turn_min_s near no known voice has voice_id "" (it founds no voice); the replay
-    leaves it out as the memory node does. It used to be filed as evidence, and the whole clip then
-    failed to store ("perception ids must be face_N or voice_N, got ''")."""
-    import numpy as np
-
-    from m3_perception.audio_codec import encode_s16le
-    from m3_perception.synthetic import speak
-
-    short = speak("yes", "slt")
-    assert len(short) < 16000  # under the default turn_min_s of 1 s
-    line = speak("my name is alice and i like green tea with honey", "slt")
-    track = encode_s16le(np.concatenate([np.zeros(8000), short, np.zeros(24000), line, np.zeros(24000)]))
-    messages = [(i / 32000, "audio", _audio(i / 32000, track[i : i + 3200])) for i in range(0, len(track), 3200)]
-    _write_bag(tmp_path / "bag", messages)
-    report, export = _replay_bag(tmp_path / "bag", tmp_path / "memory")
-    assert report.utterances == 2 and report.clips_stored == 1
-    texts = [n["text"].lower() for n in export["text_nodes"]]
-    assert any("green tea" in t for t in texts), texts

@@ -1,27 +1,61 @@
 """A bag player node: publishes a recording's messages, with /clock, at a rate multiplier.
 
 rosbag2's player has no PyPI wheel; this plays what `rosbags` reads, sending the raw CDR
-bytes through rclpy so no message is re-encoded.
+bytes through rclpy so no message is re-encoded. A message whose CDR does not deserialize is
+skipped and counted; a damaged recording plays up to its damage (see bag_reader).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from rclpy.executors import Executor, ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 
-from m3_agent.recording.bag_reader import bag_info, iter_messages
+from m3_agent.recording.bag_reader import ReadStatus, bag_info, iter_deserialized
 
 
 def message_class(msgtype: str) -> type:
     """'sensor_msgs/msg/CompressedImage' -> the generated rclpy class."""
-    package, kind, name = msgtype.split("/")
-    return getattr(importlib.import_module(f"{package}.{kind}"), name)
+    try:
+        package, kind, name = msgtype.split("/")
+        return getattr(importlib.import_module(f"{package}.{kind}"), name)
+    except (ValueError, ImportError, AttributeError) as error:
+        raise ValueError(
+            f"no message class for the recorded type {msgtype!r}: build its package, or leave its topic out (--topics)"
+        ) from error
+
+
+@contextlib.contextmanager
+def spinning(executor: Executor) -> Iterator[None]:
+    """Spin `executor` on a thread for the duration of the block, and join that thread at its end.
+
+    A thread still inside the executor when the interpreter exits aborts the process (SIGABRT,
+    exit 134: what `m3 play` did with a daemon thread in executor.spin()); so spin in short steps
+    and join before anything is torn down."""
+    stop = threading.Event()
+
+    def spin() -> None:
+        try:
+            while not stop.is_set() and executor.context.ok():
+                executor.spin_once(timeout_sec=0.1)
+        except ExternalShutdownException:  # Ctrl-C shut the context down
+            pass
+
+    thread = threading.Thread(target=spin, name="player_spin")
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def parse_remaps(remaps: list[str]) -> dict[str, str]:
@@ -78,6 +112,7 @@ class BagPlayer:
         }
         self._clock = node.create_publisher(Clock, "/clock", 10) if options.publish_clock else None
         self.published = 0
+        self.status = ReadStatus()  # messages skipped (CDR that does not deserialize), damage found
         self._progress_ns = -1
         self._progress = threading.Condition()
         if options.keep_up_topic:
@@ -88,18 +123,24 @@ class BagPlayer:
             self._progress_ns = max(self._progress_ns, message.clock.sec * 1_000_000_000 + message.clock.nanosec)
             self._progress.notify_all()
 
-    def _keep_up(self, stamp_ns: int, first_ns: int) -> None:
-        """Block until the consumer has processed up to stamp - lead (the first lead is free)."""
+    def _keep_up(self, stamp_ns: int, first_ns: int, should_stop: Callable[[], bool]) -> bool:
+        """Block until the consumer has processed up to stamp - lead (the first lead is free);
+        False when told to stop meanwhile (Ctrl-C)."""
         needed = stamp_ns - round(self._options.keep_up_lead_s * 1e9)
+        deadline = time.monotonic() + self._options.keep_up_timeout_s
         with self._progress:
-            if not self._progress.wait_for(
-                lambda: max(self._progress_ns, first_ns) >= needed, timeout=self._options.keep_up_timeout_s
-            ):
-                raise TimeoutError(
-                    f"no progress on {self._options.keep_up_topic} for {self._options.keep_up_timeout_s} s "
-                    f"(processed until {self._progress_ns / 1e9:.2f} s, waiting for {needed / 1e9:.2f} s): "
-                    "is the consumer running?"
-                )
+            while max(self._progress_ns, first_ns) < needed:
+                if should_stop():
+                    return False
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(
+                        f"no progress on {self._options.keep_up_topic} for {self._options.keep_up_timeout_s} s "
+                        f"(processed until {self._progress_ns / 1e9:.2f} s, waiting for {needed / 1e9:.2f} s): "
+                        "is the consumer running?"
+                    )
+                self._progress.wait(min(left, 0.1))
+        return True
 
     def _wait_for_subscribers(self) -> None:
         deadline = time.monotonic() + self._options.wait_for_subscribers_s
@@ -108,21 +149,23 @@ class BagPlayer:
                 return
             time.sleep(0.05)
 
-    def play(self, should_stop=lambda: False) -> int:
+    def play(self, should_stop: Callable[[], bool] = lambda: False) -> int:
+        """Publish the recording (paced, with /clock); the number of messages published."""
         self._wait_for_subscribers()
         wall_start = first_ns = None
-        for message in iter_messages(self._bag, self._options.topics, self._options.start_offset_s):
-            if should_stop():
-                break
+        topics, offset = self._options.topics, self._options.start_offset_s
+        for message, _ in iter_deserialized(self._bag, topics, offset, self.status):  # checked, sent raw
             if first_ns is None:
                 wall_start, first_ns = time.monotonic(), message.timestamp_ns
-            if self._options.keep_up_topic:
-                self._keep_up(message.timestamp_ns, first_ns)
+            if self._options.keep_up_topic and not self._keep_up(message.timestamp_ns, first_ns, should_stop):
+                break
             if self._options.rate > 0:
                 due = wall_start + (message.timestamp_ns - first_ns) / 1e9 / self._options.rate
                 delay = due - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
+            if should_stop():
+                break
             if self._clock is not None:
                 clock = Clock()
                 clock.clock.sec, clock.clock.nanosec = divmod(message.timestamp_ns, 1_000_000_000)
