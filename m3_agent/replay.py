@@ -159,8 +159,9 @@ class Replayer:
             for event in events:
                 counts["utterances"] += 1
                 if not event.voice_id:
-                    # Too short to tell who spoke (a short turn near no known voice, a word cut off by the end of a
-                    # truncated recording): the memory node drops such a segment, and the memory refuses a clip holding one.
+                    # Too short to tell who spoke (a short turn near no known voice, a word cut off by the end
+                    # of a truncated recording): the memory node drops such a segment, and the memory refuses
+                    # a clip holding one.
                     continue
                 add(
                     VoiceEvidence(
