@@ -191,4 +191,3 @@ def test_replay_counts_bad_messages_and_goes_on(tmp_path):
     assert (report.bad_messages, report.utterances, report.clips_stored) == (6, 1, 1)
     assert [(c["clip_index"], c["start_ns"]) for c in export["clips"]] == [(0, 0)]
     assert all(0 <= n["start_ns"] <= n["end_ns"] < 10 * 10**9 for n in export["text_nodes"]), export["text_nodes"]
-
