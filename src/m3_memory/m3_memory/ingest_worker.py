@@ -38,6 +38,7 @@ class IngestStats:
     failed: int = 0  # not stored: the store itself failed (logged with its traceback)
     waits: int = 0  # retries of clips whose model was unavailable
     max_backlog: int = 0
+    warm_up_s: float = 0.0  # the memorizer's warm-up before the first clip
     memorize_s: list[float] = field(default_factory=list)
 
     def summary(self) -> dict:
@@ -48,6 +49,7 @@ class IngestStats:
             "clips_failed": self.failed,
             "memorizer_waits": self.waits,
             "max_backlog": self.max_backlog,
+            "memorizer_warm_up_s": self.warm_up_s,
             "memorize_s_per_clip": round(sum(self.memorize_s) / n, 3) if n else 0.0,
             "memorize_s_max": round(max(self.memorize_s), 3) if n else 0.0,
         }
@@ -147,6 +149,7 @@ class ClipIngester:
 
     # -- the worker ---------------------------------------------------------------------------------
     def _run(self) -> None:
+        self._warm_up()
         while True:
             with self._cond:
                 while not self._queue and not self._closing:
@@ -160,6 +163,17 @@ class ClipIngester:
                 with self._cond:
                     self._queue.popleft()
                     self._cond.notify_all()
+
+    def _warm_up(self) -> None:
+        """The memorizer gets ready while no clip is closed yet; a model that cannot be reached now
+        is no failure (the first clip waits for it as usual)."""
+        started = time.perf_counter()
+        try:
+            self.memory.memorizer.warm_up()
+        except MemorizerError as error:
+            self.log("warning", f"memorizer warm-up skipped: {error}")
+            return
+        self.stats.warm_up_s = round(time.perf_counter() - started, 3)
 
     def _ingest(self, clip: ClipEvidence) -> None:
         delay = min(1.0, self.retry_max_s)

@@ -30,6 +30,11 @@ class Memorizer(Protocol):
         id): the learnt name of its person or ""."""
         ...
 
+    def warm_up(self) -> None:
+        """Get ready for the first clip (a model back-end has its server read the fixed system prompt
+        once, so the first clip does not pay for it); may raise MemorizerUnavailable."""
+        ...
+
 
 class Memory:
     """Facade over the memory: ingest clips, search, inspect; thread-safe."""

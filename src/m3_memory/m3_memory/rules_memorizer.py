@@ -162,6 +162,9 @@ class RulesMemorizer:
         self.min_evidence = equivalence_min_evidence
         self.understand = understand
 
+    def warm_up(self) -> None:
+        """Nothing to prepare: the rules need no model."""
+
     def memorize(self, clip: ClipEvidence, ids: dict[str, str], person_of, name_of=None) -> MemorizerOutput:
         """ids maps every perception id of the clip (and of its matches) to memory ids; person_of
         gives the stored person of a memory id (None for entities created by this clip); name_of

@@ -91,3 +91,34 @@ def test_unusable_replies_and_shutdown_store_degraded_clips_marked(tmp_path, emb
     texts = [n.text for n in memory.search.clip_record(1).episodic]
     assert texts == ["<face_1> is seen.", '<voice_1> says: "line 1"']  # the rules memorizer's record
     memory.close()
+
+
+def test_the_memorizer_reads_its_system_prompt_before_the_first_clip(tmp_path, embedder):
+    """The worker's first request is a 1-token warm-up with the system prompt (a prompt-caching server
+    then reuses it), made before any clip is closed; a model that is down then is only logged."""
+    server = ScriptedServer([REPLY])
+    memorizer = OpenAIMemorizer(server.url, "m", max_retries=1, timeout_s=2)
+    memory = Memory.open(str(tmp_path / "m"), embedder, memorizer=memorizer)
+    ingester = ClipIngester(memory, retry_max_s=0.2)
+    deadline = time.monotonic() + 10
+    while not server.warm_ups and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (warm_up,) = server.warm_ups
+    assert server.requests == []  # nothing submitted yet
+    messages = warm_up["body"]["messages"]
+    assert messages[0] == {"role": "system", "content": memorizer.prompt} and warm_up["body"]["max_tokens"] == 1
+    ingester.submit(talk(0))
+    stats = ingester.close(10)
+    assert stats.stored == 1 and stats.degraded == 0 and len(server.requests) == 1 and stats.warm_up_s > 0
+    assert server.requests[0]["body"]["messages"][0] == messages[0]  # the clip's request starts with it
+    memory.close()
+    server.close()
+
+    down = OpenAIMemorizer(server.url, "m", max_retries=1, timeout_s=2)  # nothing listens there now
+    memory = Memory.open(str(tmp_path / "m2"), embedder, memorizer=down)
+    logs = []
+    ingester = ClipIngester(memory, retry_max_s=0.2, log=lambda lv, m: logs.append((lv, m)))
+    stats = ingester.close(5)
+    assert stats.stored == 0 and stats.warm_up_s == 0.0
+    assert [lv for lv, m in logs if "warm-up skipped" in m] == ["warning"]
+    memory.close()

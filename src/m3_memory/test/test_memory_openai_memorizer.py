@@ -31,18 +31,23 @@ GOOD = {
 
 
 class ScriptedServer:
-    """Replies from a script: an int is an HTTP error status, a string is the assistant's content."""
+    """Replies from a script: an int is an HTTP error status, a string is the assistant's content.
+    A warm-up (a 1-token request) gets an empty reply outside the script and is kept in warm_ups."""
 
     def __init__(self, script: list, port: int = 0) -> None:
         self.script = list(script)
         self.requests: list[dict] = []
+        self.warm_ups: list[dict] = []
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
-                step = outer.script.pop(0) if outer.script else 500
+                warm_up = body.get("max_tokens") == 1
+                (outer.warm_ups if warm_up else outer.requests).append(
+                    {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+                )
+                step = "" if warm_up else outer.script.pop(0) if outer.script else 500
                 if isinstance(step, int):
                     self.send_response(step)
                     self.end_headers()
