@@ -26,6 +26,10 @@ def test_normalised_match_is_labelled(capsys):
     assert not judge.match("the drawer", "It is on the shelf.")
     assert not judge.match("4", "There were 14 cups.")
     assert not judge.match("Alice", "Bob put them there.")
+    assert judge.match("blue notebook", "in the blue note book, on the shelf.")  # a compound written apart
+    assert judge.match("living room", "In the livingroom.")
+    assert not judge.match("ten", "There are still tent boxes.")  # a word's prefix is not the word
+    assert not judge.match("notebook", "a note about a book")
 
 
 def test_model_judge_over_local_server(tmp_path, capsys):
