@@ -137,7 +137,8 @@ main() {
   [ $# -gt 0 ] && shift
   case "$job" in
     setup) setup ;;
-    demo) setup; . "$ROOT/env.sh"; exec m3 demo "$@" ;;
+    # The main job runs the local language model (M3_LLM=none: the rules and the extractive reasoner).
+    demo) setup; . "$ROOT/env.sh"; exec m3 demo --llm "$([ "${M3_LLM:-}" = none ] && echo none || echo embedded)" "$@" ;;
     test) setup; . "$ROOT/env.sh"; exec "$ROOT/tools/run_tests.sh" "$@" ;;
     *) sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; [ -z "$job" ] || die "unknown job '$job'"; exit 2 ;;
   esac
