@@ -9,13 +9,12 @@ import json
 import subprocess
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import pytest
 import rclpy
 from action_msgs.msg import GoalStatus
-from fixtures import ChatServer
+from fixtures import ChatServer, stop
 from rclpy.action import ActionClient
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -75,23 +74,6 @@ def system():
         rclpy.try_shutdown()
         for process in (control, memory):
             stop(process)
-
-
-def stop(process: subprocess.Popen) -> None:
-    """SIGTERM, then SIGKILL after 10 s so no stray server stays in the domain for the next run.
-
-    Seen 2 in 10 runs on a loaded 2-core machine: an rclpy process (the test memory peer as well as
-    the control node) still alive 10 s after SIGTERM. The test summary shows it as a warning.
-    """
-    if process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=10)
-        warnings.warn(f"{process.args[:4]} still running 10 s after SIGTERM; killed", stacklevel=1)
 
 
 def spin_until(node: Node, predicate, timeout_s: float = 30.0) -> None:
