@@ -11,6 +11,8 @@ import json
 import sys
 import time
 
+from m3_memory.as_of import AsOfError, check_as_of
+
 NAMES = {
     0: "SUCCEEDED",
     1: "INVALID_GOAL",
@@ -73,6 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not 1 <= args.max_rounds <= 20:
         print("m3 ask: error: --max-rounds must be within 1..20", file=sys.stderr)
+        return 2
+    try:
+        check_as_of(args.before_clip, 0)
+    except AsOfError as error:
+        print(f"m3 ask: error: --{str(error).replace('_', '-')}", file=sys.stderr)
         return 2
     import rclpy
     from rclpy.action import ActionClient

@@ -32,7 +32,16 @@ from rclpy.node import Node
 
 from m3_control.action_qos import DEFAULT_DEPTH, server_qos
 from m3_control.backends import BACKENDS, make_reasoner
-from m3_control.loop import CANCELED, PREEMPTED, SUCCEEDED, LoopConfig, LoopResult, RoundEvent, run_loop
+from m3_control.loop import (
+    CANCELED,
+    INVALID_GOAL,
+    PREEMPTED,
+    SUCCEEDED,
+    LoopConfig,
+    LoopResult,
+    RoundEvent,
+    run_loop,
+)
 from m3_control.memory_client import MemoryClient
 from m3_control.openai_reasoner import OpenAIConfig
 from m3_control.reasoner import Reasoner
@@ -40,6 +49,7 @@ from m3_control.ros_memory_client import RosMemoryClient
 from m3_control.skills import load_skills
 from m3_interfaces.action import Instruct
 from m3_interfaces.msg import PlanStep
+from m3_memory.as_of import AsOfError, check_as_of, stamp_ns
 
 NODE_NAME = "control_node"
 ACTION_NAME = "/m3/instruct"
@@ -237,6 +247,8 @@ class ControlNode(Node):
             self.get_logger().error(f"goal failed: {error!r}")
             outcome = LoopResult("INTERNAL_ERROR", error_message=f"{error.__class__.__name__}: {error}")
         result = to_result(outcome)
+        if outcome.code == INVALID_GOAL:
+            self.get_logger().warning(f"invalid goal: {outcome.error_message}", throttle_duration_sec=5.0)
         if outcome.code == SUCCEEDED:
             goal_handle.succeed()
         elif outcome.code == CANCELED and goal_handle.is_cancel_requested:
@@ -250,11 +262,16 @@ class ControlNode(Node):
     def _run(self, goal_handle: ServerGoalHandle) -> LoopResult:
         goal: Instruct.Goal = goal_handle.request
         if goal.max_rounds > 20:
-            return LoopResult("INVALID_GOAL", error_message=f"max_rounds {goal.max_rounds} outside 1..20")
+            return LoopResult(INVALID_GOAL, error_message=f"max_rounds {goal.max_rounds} outside 1..20")
+        try:  # before any search: an invalid limit would otherwise answer from memory refusing every query
+            before_stamp_ns = stamp_ns(goal.before_stamp.sec, goal.before_stamp.nanosec)
+            check_as_of(goal.before_clip, before_stamp_ns)
+        except AsOfError as error:
+            return LoopResult(INVALID_GOAL, error_message=str(error))
         config = LoopConfig(
             max_rounds=goal.max_rounds or self.default_max_rounds,
             before_clip=goal.before_clip,
-            before_stamp_ns=goal.before_stamp.sec * 1_000_000_000 + goal.before_stamp.nanosec,
+            before_stamp_ns=before_stamp_ns,
             **self.loop_config,
         )
 

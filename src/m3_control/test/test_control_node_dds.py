@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import rclpy
 from action_msgs.msg import GoalStatus
+from builtin_interfaces.msg import Time
 from fixtures import ChatServer, stop
 from rclpy.action import ActionClient
 from rclpy.node import Node
@@ -83,9 +84,9 @@ def spin_until(node: Node, predicate, timeout_s: float = 30.0) -> None:
         rclpy.spin_once(node, timeout_sec=0.05)
 
 
-def send(system, instruction: str, max_rounds: int = 5, feedback: list | None = None):
+def send(system, instruction: str, max_rounds: int = 5, feedback: list | None = None, **fields):
     future = system["client"].send_goal_async(
-        Instruct.Goal(instruction=instruction, max_rounds=max_rounds),
+        Instruct.Goal(instruction=instruction, max_rounds=max_rounds, **fields),
         feedback_callback=(lambda m: feedback.append(m.feedback)) if feedback is not None else None,
     )
     spin_until(system["node"], future.done)
@@ -143,6 +144,31 @@ def test_invalid_goal_is_answered_with_a_reason(system):
     assert "max_rounds 21" in response.result.error_message
     response = result_of(system, send(system, "   "))
     assert response.result.error_code == Instruct.Result.INVALID_GOAL
+
+
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        ({"before_clip": -5}, "before_clip must be -1 (no limit) or a clip index >= 0, got -5"),
+        ({"before_stamp": Time(sec=-5)}, "before_stamp must not be negative (zero = no limit), got sec -5"),
+        ({"before_stamp": Time(sec=1, nanosec=1_000_000_000)}, "before_stamp.nanosec must be in 0..999999999"),
+    ],
+)
+def test_invalid_as_of_limits_end_invalid_goal(system, fields, reason):
+    """Not answered from a memory that refuses every search ("I don't know"), nor with the limit ignored."""
+    asked = len(system["chat"].requests)
+    response = result_of(system, send(system, "Where did Alice put the keys?", **fields))
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert response.result.error_code == Instruct.Result.INVALID_GOAL
+    assert reason in response.result.error_message
+    assert response.result.rounds_used == 0 and len(system["chat"].requests) == asked  # the model was never asked
+
+
+def test_m3_ask_refuses_an_invalid_before_clip(capsys):
+    from m3_control import ask
+
+    assert ask.main(["Where are the keys?", "--before-clip", "-5"]) == 2
+    assert "error: --before-clip must be -1 (no limit) or a clip index >= 0, got -5" in capsys.readouterr().err
 
 
 def test_goal_policies(system):
