@@ -1,6 +1,7 @@
 """`m3 ask "question"`: a one-shot Instruct action client printing answer, plan and evidence (or --json).
 
-Exit status: 0 answered, 1 the goal ended with an error code, 2 no action server / usage error.
+Exit status: 0 answered, 1 the goal ended with an error code or was rejected, 2 no action server, no answer
+to the goal, or a usage error. The action client keeps action_qos.DEFAULT_DEPTH responses, as the server does.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ import argparse
 import json
 import sys
 import time
+
+from m3_memory.as_of import AsOfError, check_as_of
 
 NAMES = {
     0: "SUCCEEDED",
@@ -29,7 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-rounds", type=int, default=5, help="retrieval rounds allowed, 1..20 (default 5)")
     parser.add_argument("--before-clip", type=int, default=-1, help="answer as of this clip index (default: no limit)")
     parser.add_argument("--action", default="/m3/instruct", help="action name (default /m3/instruct)")
-    parser.add_argument("--wait", type=float, default=10.0, help="seconds to wait for the action server (default 10)")
+    parser.add_argument(
+        "--wait", type=float, default=10.0, help="seconds to wait for the action server, and for its goal answer (10)"
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the result (default 300)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     return parser
@@ -71,12 +76,18 @@ def main(argv: list[str] | None = None) -> int:
     if not 1 <= args.max_rounds <= 20:
         print("m3 ask: error: --max-rounds must be within 1..20", file=sys.stderr)
         return 2
+    try:
+        check_as_of(args.before_clip, 0)
+    except AsOfError as error:
+        print(f"m3 ask: error: --{str(error).replace('_', '-')}", file=sys.stderr)
+        return 2
     import rclpy
     from rclpy.action import ActionClient
     from rclpy.context import Context
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
 
+    from m3_control.action_qos import client_qos
     from m3_interfaces.action import Instruct
 
     context = Context()
@@ -86,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     executor.add_node(node)
     feedback: list = []
     try:
-        client = ActionClient(node, Instruct, args.action)
+        client = ActionClient(node, Instruct, args.action, **client_qos())
         if not client.wait_for_server(timeout_sec=args.wait):
             print(
                 f"m3 ask: error: no action server {args.action} within {args.wait} s (is the suite running?)",
@@ -109,9 +120,16 @@ def main(argv: list[str] | None = None) -> int:
         goal = Instruct.Goal(instruction=args.question, max_rounds=args.max_rounds, before_clip=args.before_clip)
         sent = client.send_goal_async(goal, feedback_callback=on_feedback)
         deadline = time.monotonic() + args.timeout
-        executor.spin_until_future_complete(sent, timeout_sec=args.timeout)
+        executor.spin_until_future_complete(sent, timeout_sec=args.wait)
+        if not sent.done():
+            print(
+                f"m3 ask: error: no answer to the goal within {args.wait} s (--wait): the control node is "
+                "overloaded or lost it (raise its action_queue_depth)",
+                file=sys.stderr,
+            )
+            return 2
         handle = sent.result()
-        if handle is None or not handle.accepted:
+        if not handle.accepted:
             print("m3 ask: error: the control node rejected the goal (busy, goal_policy reject)", file=sys.stderr)
             return 1
         result_future = handle.get_result_async()

@@ -9,13 +9,13 @@ import json
 import subprocess
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import pytest
 import rclpy
 from action_msgs.msg import GoalStatus
-from fixtures import ChatServer
+from builtin_interfaces.msg import Time
+from fixtures import ChatServer, stop
 from rclpy.action import ActionClient
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -77,23 +77,6 @@ def system():
             stop(process)
 
 
-def stop(process: subprocess.Popen) -> None:
-    """SIGTERM, then SIGKILL after 10 s so no stray server stays in the domain for the next run.
-
-    Seen 2 in 10 runs on a loaded 2-core machine: an rclpy process (the test memory peer as well as
-    the control node) still alive 10 s after SIGTERM. The test summary shows it as a warning.
-    """
-    if process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=10)
-        warnings.warn(f"{process.args[:4]} still running 10 s after SIGTERM; killed", stacklevel=1)
-
-
 def spin_until(node: Node, predicate, timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():
@@ -101,9 +84,9 @@ def spin_until(node: Node, predicate, timeout_s: float = 30.0) -> None:
         rclpy.spin_once(node, timeout_sec=0.05)
 
 
-def send(system, instruction: str, max_rounds: int = 5, feedback: list | None = None):
+def send(system, instruction: str, max_rounds: int = 5, feedback: list | None = None, **fields):
     future = system["client"].send_goal_async(
-        Instruct.Goal(instruction=instruction, max_rounds=max_rounds),
+        Instruct.Goal(instruction=instruction, max_rounds=max_rounds, **fields),
         feedback_callback=(lambda m: feedback.append(m.feedback)) if feedback is not None else None,
     )
     spin_until(system["node"], future.done)
@@ -161,6 +144,31 @@ def test_invalid_goal_is_answered_with_a_reason(system):
     assert "max_rounds 21" in response.result.error_message
     response = result_of(system, send(system, "   "))
     assert response.result.error_code == Instruct.Result.INVALID_GOAL
+
+
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        ({"before_clip": -5}, "before_clip must be -1 (no limit) or a clip index >= 0, got -5"),
+        ({"before_stamp": Time(sec=-5)}, "before_stamp must not be negative (zero = no limit), got sec -5"),
+        ({"before_stamp": Time(sec=1, nanosec=1_000_000_000)}, "before_stamp.nanosec must be in 0..999999999"),
+    ],
+)
+def test_invalid_as_of_limits_end_invalid_goal(system, fields, reason):
+    """Not answered from a memory that refuses every search ("I don't know"), nor with the limit ignored."""
+    asked = len(system["chat"].requests)
+    response = result_of(system, send(system, "Where did Alice put the keys?", **fields))
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert response.result.error_code == Instruct.Result.INVALID_GOAL
+    assert reason in response.result.error_message
+    assert response.result.rounds_used == 0 and len(system["chat"].requests) == asked  # the model was never asked
+
+
+def test_m3_ask_refuses_an_invalid_before_clip(capsys):
+    from m3_control import ask
+
+    assert ask.main(["Where are the keys?", "--before-clip", "-5"]) == 2
+    assert "error: --before-clip must be -1 (no limit) or a clip index >= 0, got -5" in capsys.readouterr().err
 
 
 def test_goal_policies(system):

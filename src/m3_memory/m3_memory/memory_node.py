@@ -21,6 +21,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from m3_interfaces.msg import ClipMemory, Entity, EntityMatch, FaceTracks, MemoryItem, VoiceSegment
 from m3_interfaces.srv import GetEntity, GetStats, SearchClip, SearchNode
 from m3_memory import errors
+from m3_memory.as_of import AsOfError, stamp_ns
 from m3_memory.assembly import clip_ingester, clip_windows, make_memorizer, memory_dir, open_memory
 from m3_memory.errors import MemoryApiError, ModelMissingError, StoreError
 from m3_memory.ingest_worker import ClipIngester
@@ -38,6 +39,14 @@ NS = 1_000_000_000
 
 def to_ns(stamp: Time) -> int:
     return int(stamp.sec) * NS + int(stamp.nanosec)
+
+
+def request_stamp_ns(stamp: Time) -> int:
+    """A request's before_stamp as ns; INVALID_ARGUMENT when it is not a valid time (nanosec >= 1e9, negative)."""
+    try:
+        return stamp_ns(int(stamp.sec), int(stamp.nanosec))
+    except AsOfError as error:
+        raise MemoryApiError(errors.INVALID_ARGUMENT, str(error)) from None
 
 
 def to_time(ns: int) -> Time:
@@ -318,7 +327,7 @@ class MemoryNode(Node):
                 list(request.kinds),
                 int(request.top_k),
                 int(request.before_clip),
-                to_ns(request.before_stamp),
+                request_stamp_ns(request.before_stamp),
                 face_embedding=face,
                 voice_embedding=voice,
             )
@@ -337,7 +346,7 @@ class MemoryNode(Node):
                 float(request.threshold),
                 int(request.before_clip),
                 request.conversation_id,
-                to_ns(request.before_stamp),
+                request_stamp_ns(request.before_stamp),
             )
             response.clips = [self.clip_msg(record) for record in records]
             response.error_code = SearchClip.Response.OK

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from m3_memory import errors
+from m3_memory.as_of import AsOfError, check_as_of
 from m3_memory.embedder import TextEmbedder
 from m3_memory.errors import MemoryApiError
 from m3_memory.graph import MemoryGraph
@@ -139,14 +140,10 @@ class MemorySearch:
 
     @staticmethod
     def _check_as_of(before_clip: int, before_stamp_ns: int) -> None:
-        if before_clip < -1:
-            raise MemoryApiError(
-                errors.INVALID_ARGUMENT, f"before_clip must be -1 (no limit) or >= 0, got {before_clip}"
-            )
-        if before_stamp_ns < 0:
-            raise MemoryApiError(
-                errors.INVALID_ARGUMENT, f"before_stamp must not be negative, got {before_stamp_ns} ns"
-            )
+        try:
+            check_as_of(before_clip, before_stamp_ns)
+        except AsOfError as error:
+            raise MemoryApiError(errors.INVALID_ARGUMENT, str(error)) from None
 
     # -- query expansion --------------------------------------------------------------------------
     def query_variants(self, query: str) -> list[str]:

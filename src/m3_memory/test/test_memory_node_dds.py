@@ -188,6 +188,9 @@ def test_search_node_by_face_image(system, faces):
         ({"query": "x" * 1001}, SearchNode.Response.QUERY_TOO_LONG),
         ({"query": "tea", "top_k": 0}, SearchNode.Response.INVALID_ARGUMENT),
         ({"query": "tea", "kinds": ["dream"]}, SearchNode.Response.INVALID_ARGUMENT),
+        ({"query": "tea", "before_clip": -5}, SearchNode.Response.INVALID_ARGUMENT),
+        ({"query": "tea", "before_stamp": Time(sec=0, nanosec=1_000_000_000)}, SearchNode.Response.INVALID_ARGUMENT),
+        ({"query": "tea", "before_stamp": Time(sec=-1, nanosec=2_000_000_000)}, SearchNode.Response.INVALID_ARGUMENT),
         ({"image_bytes": b"\x00" * 10}, SearchNode.Response.INVALID_IMAGE),
         ({"audio_format": "S24LE"}, SearchNode.Response.INVALID_AUDIO),
     ],
@@ -211,6 +214,9 @@ def test_other_service_error_codes_over_dds(system):
     node = system["node"]
     assert call(node, SearchClip, "/m3/memory/search_clip", SearchClip.Request(query="")).error_code == 1
     assert call(node, SearchClip, "/m3/memory/search_clip", SearchClip.Request(query="a", top_k=0)).error_code == 3
+    for stamp in (Time(sec=3, nanosec=1_000_000_000), Time(sec=-2, nanosec=2_500_000_000), Time(sec=-1)):
+        response = call(node, SearchClip, "/m3/memory/search_clip", SearchClip.Request(query="a", before_stamp=stamp))
+        assert response.error_code == SearchClip.Response.INVALID_ARGUMENT and "before_stamp" in response.error_message
     response = call(node, GetEntity, "/m3/memory/get_entity", GetEntity.Request(entity_id="face_404"))
     assert response.error_code == GetEntity.Response.UNKNOWN_ENTITY
 
