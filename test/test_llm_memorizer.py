@@ -199,8 +199,13 @@ def test_a_server_that_dies_mid_run_and_comes_back_loses_no_clip(tmp_path, llm_s
         scene(1, ["face_1", "face_2"], [("voice_1", "This is Bruno, my neighbour from upstairs.")]),
         scene(2, ["face_2"], [("voice_2", "The spare key is under the blue flower pot.")]),
     ]
+    deadline = time.monotonic() + 120
+    while not ingester.stats.warm_up_s and time.monotonic() < deadline:  # the real server read the prompt
+        time.sleep(0.05)
+    assert ingester.stats.warm_up_s > 0, logs
+    warmed = proxy.accepted
     ingester.submit(clips[0])
-    while not proxy.accepted:  # the first request is in flight: the server dies now
+    while proxy.accepted == warmed:  # the first clip's request is in flight: the server dies now
         time.sleep(0.01)
     time.sleep(0.5)
     proxy.stop()
