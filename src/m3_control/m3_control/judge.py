@@ -49,15 +49,14 @@ def match(truth: str, answer: str) -> bool:
     numbers = re.findall(r"\d+(?:\.\d+)?", t)
     if numbers and len(numbers) == len(t.split()):
         return all(n in re.findall(r"\d+(?:\.\d+)?", a) for n in numbers)
-    if re.search(rf"(?:^| ){re.escape(t)}(?: |$)", a) is not None:
-        return True
     return _joined(t.replace(" ", ""), a.split())
 
 
 def _joined(truth: str, words: list[str]) -> bool:
-    """The truth, spaces dropped, spelled by a run of whole answer words: a compound written apart or
-    together ("note book" / "notebook", "living room" / "livingroom") means the same to a reader,
-    as to the reference's model judge; a word's prefix never counts ("ten" is not in "tent")."""
+    """The truth, spaces dropped, spelled by a run of whole answer words: the truth's own words in a
+    row, or a compound written apart or together ("note book" / "notebook", "living room" /
+    "livingroom"), which mean the same to a reader as to the reference's model judge; a word's prefix
+    never counts ("ten" is not in "tent")."""
     for start in range(len(words)):
         spelled = ""
         for word in words[start:]:

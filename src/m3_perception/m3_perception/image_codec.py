@@ -94,7 +94,9 @@ def _jpeg_size(buf: memoryview) -> tuple[int, int]:
 
 
 def declared_size(data: bytes | bytearray | memoryview | np.ndarray) -> tuple[int, int]:
-    """(width, height) a PNG or JPEG declares in its header, read without decoding anything."""
+    """(width, height) a PNG or JPEG declares in its header, read without decoding anything. Not
+    Pillow's lazy open: it refuses a bomb itself (DecompressionBombError, against a process-wide
+    limit) without telling the size, and cv2 has no header-only read."""
     buf = memoryview(np.frombuffer(data, dtype=np.uint8))
     if bytes(buf[:8]) == _PNG_SIGNATURE:
         if len(buf) < 24 or bytes(buf[12:16]) != b"IHDR":
