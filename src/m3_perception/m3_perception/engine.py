@@ -88,23 +88,33 @@ class PerceptionEngine:
     def frame_wanted(self, stamp: float) -> bool:
         """Rate limit on stream time, checked before decoding so skipped frames cost nothing."""
         self.stats.frames_received += 1
-        self._input_until = max(self._input_until, stamp)
         last = self._last_frame_stamp
         if last is not None and 0.0 <= stamp - last < self.min_frame_gap - 1e-6:
             self.stats.frames_skipped_rate += 1
+            self.frame_discarded(stamp)
             return False
         self._last_frame_stamp = stamp
         return True
+
+    def frame_discarded(self, stamp: float) -> None:
+        """A frame that will never reach the face worker (skipped, or undecodable) counts as processed.
+
+        A wanted frame advances the input only once it is in the slot (submit_frame): advanced
+        earlier, a player pacing on processed_until could send the next frame while this one is
+        still being decoded, and that frame would replace it in the slot.
+        """
+        with self._lock:
+            self._input_until = max(self._input_until, stamp)
 
     def submit_frame(self, stamp: float, rgb: np.ndarray) -> None:
         with self._frame_ready:
             if self._frame_slot is not None:
                 self.stats.frames_dropped += 1
             self._frame_slot = (stamp, rgb)
+            self._input_until = max(self._input_until, stamp)
             self._frame_ready.notify()
 
     def submit_audio(self, stamp: float, samples: np.ndarray) -> None:
-        self._input_until = max(self._input_until, stamp + len(samples) / 16000)
         with self._audio_ready:
             self.stats.audio_chunks += 1
             self._audio.append((stamp, samples))
@@ -114,6 +124,8 @@ class PerceptionEngine:
                 self._audio_samples -= len(old)
                 self.stats.audio_dropped_s += len(old) / 16000
             self._audio_ready.notify()
+        with self._lock:  # after the chunk is queued: processed_until never sees input it has not queued
+            self._input_until = max(self._input_until, stamp + len(samples) / 16000)
 
     def processed_until(self) -> float:
         """Stream time up to which every input received has been processed (-inf before any input).
@@ -121,12 +133,13 @@ class PerceptionEngine:
         A stream with nothing waiting does not hold the others back; this is what a bag player
         paces on to go as fast as perception keeps up without dropping anything.
         """
-        with self._lock:
+        with self._lock:  # the input first: whatever it covers is already queued or being processed
+            input_until = self._input_until
             faces_waiting = self._frame_slot is not None or self._busy[0]
         with self._audio_ready:
             voices_waiting = bool(self._audio) or self._busy[1]
         waiting = [t for t, busy in ((self._faces_until, faces_waiting), (self._voices_until, voices_waiting)) if busy]
-        return min(waiting) if waiting else self._input_until
+        return min(waiting) if waiting else input_until
 
     def frame_pending(self) -> bool:
         """True while a submitted frame waits for the face worker (a lossless feeder waits on it)."""
@@ -184,8 +197,9 @@ class PerceptionEngine:
             except Exception as e:  # noqa: BLE001 - a bad frame must never stop the node
                 self.cb.on_error("face processing failed", e)
             finally:
-                self._faces_until = max(self._faces_until, stamp)  # done with it, even when it failed
-                self._busy[0] = False
+                with self._lock:
+                    self._faces_until = max(self._faces_until, stamp)  # done with it, even when it failed
+                    self._busy[0] = False
 
     def _voice_loop(self) -> None:
         import time
@@ -215,9 +229,10 @@ class PerceptionEngine:
             except Exception as e:  # noqa: BLE001 - bad audio must never stop the node
                 self.cb.on_error("voice processing failed", e)
             finally:
-                if not np.isnan(stamp):
-                    self._voices_until = max(self._voices_until, stamp + len(samples) / 16000)
-                self._busy[1] = False
+                with self._audio_ready:
+                    if not np.isnan(stamp):
+                        self._voices_until = max(self._voices_until, stamp + len(samples) / 16000)
+                    self._busy[1] = False
 
     def _maybe_publish_identities(self, kind: str, clusters: IdentityClusters, stamp: float, created: bool) -> None:
         """Publish the identity list on a new identity or a changed crop, else at most once per period."""

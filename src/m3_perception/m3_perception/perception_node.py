@@ -162,6 +162,7 @@ class PerceptionNode(Node):
         try:
             rgb = decode_raw(msg.encoding, msg.width, msg.height, msg.step, msg.data, self.max_image_pixels)
         except ImageDecodeError as e:
+            self.engine.frame_discarded(stamp)
             self._bad_frame(e)
             return
         self._image_frame = msg.header.frame_id
@@ -176,6 +177,7 @@ class PerceptionNode(Node):
         try:
             rgb = decode_compressed(msg.format, msg.data, self.max_image_pixels)
         except ImageDecodeError as e:
+            self.engine.frame_discarded(stamp)
             self._bad_frame(e)
             return
         self._image_frame = msg.header.frame_id

@@ -85,3 +85,38 @@ def test_frames_dropped_while_busy_and_errors_do_not_stop_work() -> None:
         assert errors == [("face processing failed", "broken frame")] and faces.stamps[-1] == 6.0
     finally:
         eng.close()
+
+
+def test_progress_never_covers_a_frame_still_being_decoded() -> None:
+    """A player pacing on processed_until sends the next frame only once this one is queued.
+
+    Before, the input advanced when the frame was admitted, before its decode: a progress tick
+    in between let the player send the next frame, which replaced this one in the slot (seen in
+    CI as 75 of 76 frames under keep-up replay).
+    """
+    gate = threading.Event()
+    faces = SlowFaces(gate)
+    eng = _engine(faces, [])
+    img = np.zeros((4, 4, 3), np.uint8)
+    try:
+        assert eng.frame_wanted(10.0)
+        eng.submit_frame(10.0, img)
+        gate.set()
+        _wait_idle(eng)
+        assert eng.processed_until() == 10.0
+        assert eng.frame_wanted(10.2)  # admitted, now being decoded by the executor thread
+        assert eng.processed_until() == 10.0  # not 10.2: that frame is not queued yet
+        eng.frame_discarded(10.2)  # its decode failed: it will never be processed, so it is done
+        assert eng.processed_until() == 10.2
+        assert not eng.frame_wanted(10.3)  # skipped by the rate limit: done at once
+        assert eng.processed_until() == 10.3
+        gate.clear()
+        assert eng.frame_wanted(10.4)
+        eng.submit_frame(10.4, img)
+        assert eng.processed_until() < 10.4  # queued or in the worker: not done
+        gate.set()
+        _wait_idle(eng)
+        assert eng.processed_until() == 10.4
+        assert faces.stamps == [10.0, 10.4]
+    finally:
+        eng.close()
