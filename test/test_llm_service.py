@@ -54,9 +54,11 @@ def test_real_server_answers_a_chat_completion(llm_server):
 
 def test_the_server_runs_with_one_core_left_to_the_nodes(llm_server):
     """The session's server was started from ServerConfig's defaults: generation threads are every
-    core but one, prompt threads every core, and no per-token logits (the flags the real server took)."""
+    core but one, prompt threads every core, no per-token logits, and the wrapper whose prompt cache
+    keeps its budget (the flags the real server took)."""
     with open(f"/proc/{llm_server.pid}/cmdline", "rb") as cmdline:
         argv = cmdline.read().decode().split("\0")
+    assert argv[1:3] == ["-m", "m3_agent.llm.llama_server"]
     flag = {name: argv[argv.index(name) + 1] for name in ("--n_threads", "--n_threads_batch", "--logits_all")}
     cores = os.cpu_count() or 1
     assert flag == {"--n_threads": str(max(1, cores - 1)), "--n_threads_batch": str(cores), "--logits_all": "false"}

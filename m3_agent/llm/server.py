@@ -1,4 +1,5 @@
-"""The llama.cpp OpenAI-compatible server (`python -m llama_cpp.server`) as a child process.
+"""The llama.cpp OpenAI-compatible server (llama-cpp-python's, through `python -m m3_agent.llm.llama_server`,
+which only bounds its prompt cache) as a child process.
 
 start() reuses a server already answering on the port when it serves the same model name, and
 otherwise starts one, logging to a file, and waits until /v1/models answers; a server that exits
@@ -48,14 +49,14 @@ class ServerConfig:
     start_timeout_s: float = 180.0
     log_file: Path | None = None  # None: ~/.cache/m3-agent/logs/llama-server-<port>.log
     extra_args: list[str] = field(default_factory=list)  # more llama_cpp.server flags, e.g. --n_gpu_layers -1
-    command: list[str] = field(default_factory=list)  # empty: this interpreter's -m llama_cpp.server
+    command: list[str] = field(default_factory=list)  # empty: this interpreter's -m m3_agent.llm.llama_server
 
     def argv(self) -> list[str]:
         threads = str(self.threads or generation_threads(os.cpu_count() or 1))
         threads_batch = str(self.threads_batch or os.cpu_count() or 1)
         cache = ["--cache", "true", "--cache_size", str(self.prompt_cache_mb << 20)] if self.prompt_cache_mb else []
         return [
-            *(self.command or [sys.executable, "-m", "llama_cpp.server"]),
+            *(self.command or [sys.executable, "-m", "m3_agent.llm.llama_server"]),
             *("--model", str(self.model_path), "--model_alias", self.model),
             *("--host", self.host, "--port", str(self.port)),
             *("--n_threads", threads, "--n_threads_batch", threads_batch, "--n_ctx", str(self.context)),
