@@ -45,13 +45,18 @@ class DirectMemoryClient:
 
     @classmethod
     def of_node(cls, memory_node) -> DirectMemoryClient:
-        """The client for an m3_memory MemoryNode in this process (its Memory, or its store error)."""
-        return cls(memory_node.memory, memory_node.store_error)
+        """The client for an m3_memory MemoryNode in this process: its Memory while the node is active, as
+        its services serve only then; read at each call, so the node may be configured later or again."""
+        return NodeMemoryClient(memory_node)
+
+    def _memory(self) -> tuple[M3Memory | None, str]:
+        return self.memory, self.unavailable_reason
 
     def _search(self):
-        if self.memory is None:
-            raise memory_error("memory", errors.STORE_UNAVAILABLE, self.unavailable_reason, QUERY_ERRORS)
-        return self.memory.search
+        memory, reason = self._memory()
+        if memory is None:
+            raise memory_error("memory", errors.STORE_UNAVAILABLE, reason, QUERY_ERRORS)
+        return memory.search
 
     @staticmethod
     def _mapped(operation: str, error: Exception) -> Exception:
@@ -112,3 +117,16 @@ class DirectMemoryClient:
         except Exception as error:  # every failure becomes the service's error mapping
             raise self._mapped("get_entity", error) from error
         return view.name or None
+
+
+class NodeMemoryClient(DirectMemoryClient):
+    """DirectMemoryClient over a MemoryNode's current Memory; unavailable while the node is not active."""
+
+    def __init__(self, memory_node) -> None:
+        super().__init__(None)
+        self.node = memory_node
+
+    def _memory(self) -> tuple[M3Memory | None, str]:
+        if not self.node.active:
+            return None, f"{self.node.get_name()} is not active"
+        return self.node.memory, self.node.store_error or "memory store not open"
