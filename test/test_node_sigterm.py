@@ -1,12 +1,15 @@
 """SIGTERM (what systemd, docker stop and launch send) stops every node command and `m3 run` as Ctrl-C
 does: exit status 0, and the memory node stores the clip still open and closes its store (WAL
-checkpointed) instead of dying with it. Real processes, real DDS, a real store on disk."""
+checkpointed) instead of dying with it. Also while the nodes are still loading their models: rclpy's
+own handler used to invalidate the context under the start-up, which then failed ("context is
+invalid", exit 1 or 2). Real processes, real DDS, a real store on disk."""
 
 from __future__ import annotations
 
 import json
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -19,6 +22,8 @@ from m3_interfaces.msg import VoiceSegment
 from m3_interfaces.srv import GetStats
 
 START_S = 120.0  # model loading on a loaded 2-core machine
+# Printed by the face detector (MediaPipe) as perception starts loading its models, seconds before it is up.
+LOADING_MARK = "XNNPACK"
 
 
 def wait_until(node: Node, predicate, process: subprocess.Popen, timeout_s: float = START_S) -> None:
@@ -103,3 +108,52 @@ def test_sigterm_stops_perception_node(probe):
     assert code == 0, stderr[-3000:]
     assert "Traceback" not in stderr, stderr[-3000:]
     assert "frames received" in stderr  # release() ran: the workers were stopped and their counts logged
+
+
+def sigterm_while_loading(command: list[str]) -> tuple[int, str]:
+    """Start the command, SIGTERM it as soon as perception starts loading its models; status and stderr."""
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    loading = threading.Event()
+
+    def read() -> None:
+        for line in process.stderr:
+            lines.append(line)
+            if LOADING_MARK in line:
+                loading.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    if not loading.wait(START_S):
+        process.kill()
+        pytest.fail(f"no {LOADING_MARK!r} line from {command[:2]}: {''.join(lines)[-2000:]}")
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        pytest.fail(f"{command[:2]} still running 60 s after SIGTERM")
+    reader.join(timeout=10)
+    return process.returncode, "".join(lines)
+
+
+def test_sigterm_while_perception_node_loads_its_models():
+    code, stderr = sigterm_while_loading(["perception_node"])
+    assert code == 0, stderr[-3000:]
+    assert "context is invalid" not in stderr and "cannot start" not in stderr, stderr[-3000:]
+
+
+def test_sigterm_while_m3_run_starts(tmp_path):
+    memory_dir = tmp_path / "memory"
+    command = [
+        "m3",
+        "run",
+        "--nodes",
+        "perception_node",
+        "memory_node",
+        "--set",
+        f"memory_node.memory_dir={memory_dir}",
+    ]
+    code, stderr = sigterm_while_loading(command)
+    assert code == 0, stderr[-3000:]
+    assert "error" not in stderr.lower() and "Traceback" not in stderr, stderr[-3000:]

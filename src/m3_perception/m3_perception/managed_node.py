@@ -177,19 +177,17 @@ def stop_on_sigterm() -> None:
 
 
 def run_node(make: Callable[[], ManagedNode], name: str, args: list[str] | None, threads: int | None = None) -> int:
-    """A node's console command: brought to active, spun until Ctrl-C or SIGTERM (exit 0); a node that
-    cannot be configured is one error line and exit status 2."""
+    """A node's console command: brought to active, spun until Ctrl-C or SIGTERM (exit 0, also while it
+    is still loading its models); a node that cannot be configured is one error line and exit status 2."""
     stop_on_sigterm()
     rclpy.init(args=args)
     node = make()
     try:
-        bring_up(node)
-    except Exception as error:  # noqa: BLE001 - any reason it cannot start is one line, not a traceback
-        print(f"{name}: error: cannot start: {error}", file=sys.stderr)
-        node.destroy_node()
-        rclpy.try_shutdown()
-        return 2
-    try:
+        try:
+            bring_up(node)
+        except Exception as error:  # noqa: BLE001 - any reason it cannot start is one line, not a traceback
+            print(f"{name}: error: cannot start: {error}", file=sys.stderr)
+            return 2
         rclpy.spin(node, MultiThreadedExecutor(num_threads=threads))
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
