@@ -54,9 +54,10 @@ def memory_transport_for(selected: tuple[str, ...], requested: str | None = None
 
 
 def create_nodes(selected: tuple[str, ...] = NODE_NAMES, memory_transport: str | None = None) -> list[Node]:
-    """Instantiate the selected (lifecycle) nodes in the order given and bring each to active (configure,
-    then activate); imports are lazy so one node can run without the others' models. The control node
-    gets a DirectMemoryClient over the memory node's Memory when the transport (memory_transport_for) is
+    """Instantiate the selected (lifecycle) nodes in the order given and bring each to active
+    (configure, then activate; a node whose autostart parameter is false stays unconfigured); imports
+    are lazy so one node can run without the others' models. The control node gets a
+    DirectMemoryClient over the memory node's Memory when the transport (memory_transport_for) is
     direct. A node that cannot be configured raises ConfigureFailed naming it and why."""
     unknown = set(selected) - set(NODE_NAMES)
     if unknown:
@@ -86,7 +87,7 @@ def create_nodes(selected: tuple[str, ...] = NODE_NAMES, memory_transport: str |
             else:
                 created["control_node"] = ControlNode()
         for name, node in created.items():
-            activate(name, node)
+            activate(name, node)  # unless its autostart parameter leaves it to a lifecycle manager
     except BaseException:
         for node in created.values():
             node.destroy_node()
@@ -95,9 +96,11 @@ def create_nodes(selected: tuple[str, ...] = NODE_NAMES, memory_transport: str |
 
 
 def activate(name: str, node) -> None:
-    """configure + activate one node; why it failed, named, when it did not get there."""
-    from m3_perception.managed_node import ConfigureFailed, bring_up
+    """configure + activate one node (autostart true); why it failed, named, when it did not get there."""
+    from m3_perception.managed_node import ConfigureFailed, autostarts, bring_up
 
+    if not autostarts(node):
+        return
     try:
         bring_up(node)
     except ConfigureFailed:

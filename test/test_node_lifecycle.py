@@ -227,3 +227,50 @@ def test_a_node_that_cannot_configure_says_so_and_stays_unconfigured(ros, node_u
     assert driver.state() == "unconfigured"
     assert bad.value in str(node.configure_error)  # the reason, also logged as "cannot configure: ..."
     assert driver.set("shutdown") and driver.state() == "finalized"
+
+
+def test_node_command_with_autostart_false_waits_for_a_lifecycle_manager(ros, tmp_path):
+    """`memory_node --ros-args -p autostart:=false` (what the launch file starts) stays unconfigured until
+    driven, as with `ros2 lifecycle set /memory_node configure` then `activate`; SIGTERM then exits 0."""
+    _, client = ros
+    memory_dir = tmp_path / "memory"
+    command = ["memory_node", "--ros-args", "-p", "autostart:=false", "-p", f"memory_dir:={memory_dir}"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        driver = Driver(client, "memory_node")
+        stats = client.create_client(GetStats, "/m3/memory/get_stats")
+        assert driver.state() == "unconfigured"
+        assert not stats.wait_for_service(timeout_sec=ABSENT_S) and not memory_dir.exists()
+        assert driver.set("configure") and driver.set("activate") and driver.state() == "active"
+        assert stats.wait_for_service(timeout_sec=TIMEOUT_S)
+        assert Driver._call(stats, GetStats.Request()).error_code == GetStats.Response.OK
+        process.terminate()
+        assert process.wait(timeout=60) == 0, process.communicate()[1][-3000:]
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_direct_memory_transport_follows_the_memory_node_state(ros, node_under_test, tmp_path):
+    """In `m3 run` the control loop searches the memory node's Memory directly: only while that node is
+    active, as its services are only served then (MEMORY_UNAVAILABLE otherwise, not a closed store)."""
+    from m3_control.direct_memory_client import DirectMemoryClient
+    from m3_control.memory_client import MemoryUnavailable
+    from m3_memory.memory_node import MemoryNode
+    from m3_perception.managed_node import bring_up
+
+    node = node_under_test(MemoryNode(parameter_overrides=[Parameter("memory_dir", value=str(tmp_path / "m"))]))
+    direct = DirectMemoryClient.of_node(node)
+    with pytest.raises(MemoryUnavailable, match="memory_node is not active"):
+        direct.search_clip("where are the keys?")
+    bring_up(node)
+    assert direct.search_clip("where are the keys?") == []  # an empty memory, searched
+    node.trigger_deactivate()
+    with pytest.raises(MemoryUnavailable, match="memory_node is not active"):
+        direct.search_clip("where are the keys?")
+    node.trigger_activate()
+    node.trigger_deactivate()
+    node.trigger_cleanup()  # reconfigured later: the client follows the new Memory
+    bring_up(node)
+    assert direct.search_clip("where are the keys?") == []

@@ -46,7 +46,7 @@ from m3_control.skills import load_skills
 from m3_interfaces.action import Instruct
 from m3_interfaces.msg import PlanStep
 from m3_memory.as_of import AsOfError, check_as_of, stamp_ns
-from m3_perception.managed_node import ManagedNode, run_node
+from m3_perception.managed_node import AUTOSTART, ManagedNode, run_node
 
 NODE_NAME = "control_node"
 ACTION_NAME = "/m3/instruct"
@@ -74,6 +74,7 @@ def _text(description: str, read_only: bool = True) -> ParameterDescriptor:
 
 # name: (default, descriptor). Everything but goal_policy is read once at start-up, hence read-only.
 PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
+    "autostart": AUTOSTART,
     "backend": ("extractive", _text(f"reasoner back-end: one of {', '.join(BACKENDS)}")),
     "endpoint": ("http://localhost:8000/v1", _text("openai back-end: base URL of an OpenAI-compatible API")),
     "model": ("M3-Agent-Control", _text("openai: model name sent to the endpoint; vllm: local weights directory")),

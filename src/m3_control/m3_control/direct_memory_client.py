@@ -17,6 +17,7 @@ floats here, where the service rounds them (and the request's threshold) to floa
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from m3_control.memory_client import Clip, Memory, clip_of, memory_error, memory_of
@@ -37,23 +38,33 @@ class DirectMemoryClient:
 
     transport = "direct"
 
-    def __init__(self, memory: M3Memory | None, unavailable_reason: str = "") -> None:
+    def __init__(
+        self,
+        memory: M3Memory | None = None,
+        unavailable_reason: str = "",
+        source: Callable[[], tuple[M3Memory | None, str]] | None = None,
+    ) -> None:
         """memory: the memory node's Memory; None when its store could not be opened, and then every
-        call raises MemoryUnavailable with unavailable_reason (the service would answer STORE_UNAVAILABLE)."""
+        call raises MemoryUnavailable with unavailable_reason (the service would answer STORE_UNAVAILABLE).
+        source: instead, called at each search for (memory or None, the reason it is None)."""
         self.memory = memory
         self.unavailable_reason = unavailable_reason or "memory store not open"
+        self._source = source or (lambda: (self.memory, self.unavailable_reason))
 
     @classmethod
     def of_node(cls, memory_node) -> DirectMemoryClient:
         """The client for an m3_memory MemoryNode in this process: its Memory while the node is active, as
         its services serve only then; read at each call, so the node may be configured later or again."""
-        return NodeMemoryClient(memory_node)
 
-    def _memory(self) -> tuple[M3Memory | None, str]:
-        return self.memory, self.unavailable_reason
+        def current() -> tuple[M3Memory | None, str]:
+            if not memory_node.active:
+                return None, f"{memory_node.get_name()} is not active"
+            return memory_node.memory, memory_node.store_error or "memory store not open"
+
+        return cls(source=current)
 
     def _search(self):
-        memory, reason = self._memory()
+        memory, reason = self._source()
         if memory is None:
             raise memory_error("memory", errors.STORE_UNAVAILABLE, reason, QUERY_ERRORS)
         return memory.search
@@ -117,16 +128,3 @@ class DirectMemoryClient:
         except Exception as error:  # every failure becomes the service's error mapping
             raise self._mapped("get_entity", error) from error
         return view.name or None
-
-
-class NodeMemoryClient(DirectMemoryClient):
-    """DirectMemoryClient over a MemoryNode's current Memory; unavailable while the node is not active."""
-
-    def __init__(self, memory_node) -> None:
-        super().__init__(None)
-        self.node = memory_node
-
-    def _memory(self) -> tuple[M3Memory | None, str]:
-        if not self.node.active:
-            return None, f"{self.node.get_name()} is not active"
-        return self.node.memory, self.node.store_error or "memory store not open"

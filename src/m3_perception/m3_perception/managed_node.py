@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 import rclpy
+from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecyclePublisher, LifecycleState, TransitionCallbackReturn
 from rclpy.service import Service
@@ -33,6 +34,14 @@ ERROR = TransitionCallbackReturn.ERROR
 # What a bad configuration raises: a bad parameter value, a model file or package that is not there,
 # an endpoint that cannot be reached (OSError covers FileNotFoundError).
 CONFIGURE_ERRORS = (ValueError, OSError, ImportError, RuntimeError)
+# Every node's `autostart` parameter (in each node's PARAMETERS table, hence config/m3.yaml).
+AUTOSTART = (
+    True,
+    ParameterDescriptor(
+        description="configure and activate at start (node command, m3 run); false: wait for a lifecycle manager",
+        read_only=True,
+    ),
+)
 
 
 class ConfigureFailed(RuntimeError):
@@ -158,6 +167,11 @@ class ManagedNode(LifecycleNode):
                 self.destroy_lifecycle_publisher(self._publishers_made.pop())
 
 
+def autostarts(node: ManagedNode) -> bool:
+    """Whether the node brings itself to active (parameter autostart) or waits for a lifecycle manager."""
+    return bool(node.get_parameter("autostart").value)
+
+
 def bring_up(node: ManagedNode) -> ManagedNode:
     """configure then activate, as `m3 run` and the launch file do; raises why when it does not get there."""
     if node.trigger_configure() != SUCCESS:
@@ -177,14 +191,16 @@ def stop_on_sigterm() -> None:
 
 
 def run_node(make: Callable[[], ManagedNode], name: str, args: list[str] | None, threads: int | None = None) -> int:
-    """A node's console command: brought to active, spun until Ctrl-C or SIGTERM (exit 0, also while it
-    is still loading its models); a node that cannot be configured is one error line and exit status 2."""
+    """A node's console command: brought to active (unless autostart is false: then a lifecycle manager
+    drives it), spun until Ctrl-C or SIGTERM (exit 0, also while it is still loading its models); a node
+    that cannot be configured is one error line and exit status 2."""
     stop_on_sigterm()
     rclpy.init(args=args)
     node = make()
     try:
         try:
-            bring_up(node)
+            if autostarts(node):
+                bring_up(node)
         except Exception as error:  # noqa: BLE001 - any reason it cannot start is one line, not a traceback
             print(f"{name}: error: cannot start: {error}", file=sys.stderr)
             return 2
