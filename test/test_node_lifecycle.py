@@ -274,3 +274,25 @@ def test_direct_memory_transport_follows_the_memory_node_state(ros, node_under_t
     node.trigger_cleanup()  # reconfigured later: the client follows the new Memory
     bring_up(node)
     assert direct.search_clip("where are the keys?") == []
+
+
+@pytest.mark.parametrize(
+    ("command", "line"),
+    [
+        (
+            ["m3", "run", "--nodes", "memory_node", "control_node", "--set", "control_node.goal_policy=lottery"],
+            "m3 run: error: control_node cannot be configured: goal_policy 'lottery'",
+        ),
+        (
+            ["control_node", "--ros-args", "-p", "goal_policy:=lottery"],
+            "control_node: error: cannot start: goal_policy",
+        ),
+    ],
+    ids=["m3-run", "node-command"],
+)
+def test_a_node_that_cannot_configure_stops_the_command_with_one_line(command, line, tmp_path):
+    command = [*command, "--set", f"memory_node.memory_dir={tmp_path / 'm'}"] if command[0] == "m3" else command
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert line in result.stderr and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert not (tmp_path / "m" / "memory.sqlite3-wal").exists()  # the memory node it had started was shut down

@@ -185,7 +185,7 @@ class ControlNode(ManagedNode):
 
     def go_live(self) -> None:
         self._stopping = False
-        self._server = self.live(
+        self.live(
             ActionServer(
                 self,
                 Instruct,

@@ -196,9 +196,10 @@ def run_node(make: Callable[[], ManagedNode], name: str, args: list[str] | None,
     that cannot be configured is one error line and exit status 2."""
     stop_on_sigterm()
     rclpy.init(args=args)
-    node = make()
+    node: ManagedNode | None = None
     try:
         try:
+            node = make()
             if autostarts(node):
                 bring_up(node)
         except Exception as error:  # noqa: BLE001 - any reason it cannot start is one line, not a traceback
@@ -208,6 +209,7 @@ def run_node(make: Callable[[], ManagedNode], name: str, args: list[str] | None,
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
-        node.destroy_node()
+        if node is not None:
+            node.destroy_node()
         rclpy.try_shutdown()
     return 0

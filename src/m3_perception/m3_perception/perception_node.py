@@ -77,6 +77,7 @@ class PerceptionNode(ManagedNode):
         if reliability is None:
             raise ValueError(f"sensor_reliability must be 'best_effort' or 'reliable', got {chosen!r}")
         self.reliability = reliability
+        self.image_transport = transport
         params = {name: g(name).value for name in PARAMETERS}
         if params["audio_sample_rate_min"] > params["audio_sample_rate_max"]:
             raise ValueError(
@@ -121,7 +122,7 @@ class PerceptionNode(ManagedNode):
 
     def go_live(self) -> None:
         g = self.get_parameter
-        transport = g("image_transport").value
+        transport = self.image_transport  # checked on configure
         image_topic = g("image_topic").value
         camera_qos = QoSProfile(
             depth=qos_profile_sensor_data.depth, reliability=self.reliability, durability=DurabilityPolicy.VOLATILE
