@@ -11,11 +11,10 @@ from pathlib import Path
 from m3_agent import bringup
 from m3_agent.llm.cli import add_llm_arguments, service_for
 from m3_memory.errors import StoreError
+from m3_perception.managed_node import stop_on_sigterm
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from m3_perception.managed_node import stop_on_sigterm
-
     stop_on_sigterm()  # SIGTERM as Ctrl-C: nodes shut down (stores closed), a model server stopped, exit 0
     selected = tuple(args.nodes or bringup.NODE_NAMES)
     stop = threading.Event()
