@@ -54,9 +54,11 @@ def memory_transport_for(selected: tuple[str, ...], requested: str | None = None
 
 
 def create_nodes(selected: tuple[str, ...] = NODE_NAMES, memory_transport: str | None = None) -> list[Node]:
-    """Instantiate the selected nodes, in the order given; imports are lazy so one node can run without
-    the others' models. The memory node is created before the control node, which gets a
-    DirectMemoryClient over its Memory when the transport (memory_transport_for) is direct."""
+    """Instantiate the selected (lifecycle) nodes in the order given and bring each to active
+    (configure, then activate; a node whose autostart parameter is false stays unconfigured); imports
+    are lazy so one node can run without the others' models. The control node gets a
+    DirectMemoryClient over the memory node's Memory when the transport (memory_transport_for) is
+    direct. A node that cannot be configured raises ConfigureFailed naming it and why."""
     unknown = set(selected) - set(NODE_NAMES)
     if unknown:
         raise ValueError(f"unknown node(s) {sorted(unknown)}; choose from {list(NODE_NAMES)}")
@@ -84,11 +86,27 @@ def create_nodes(selected: tuple[str, ...] = NODE_NAMES, memory_transport: str |
                 created["control_node"] = ControlNode(memory_client=DirectMemoryClient.of_node(created["memory_node"]))
             else:
                 created["control_node"] = ControlNode()
+        for name, node in created.items():
+            activate(name, node)  # unless its autostart parameter leaves it to a lifecycle manager
     except BaseException:
         for node in created.values():
             node.destroy_node()
         raise
     return [created[name] for name in selected]
+
+
+def activate(name: str, node) -> None:
+    """configure + activate one node (autostart true); why it failed, named, when it did not get there."""
+    from m3_perception.managed_node import ConfigureFailed, autostarts, bring_up
+
+    if not autostarts(node):
+        return
+    try:
+        bring_up(node)
+    except ConfigureFailed:
+        raise
+    except Exception as error:
+        raise ConfigureFailed(f"{name} cannot be configured: {error}") from error
 
 
 def parse_overrides(items: list[str]) -> dict[str, dict[str, object]]:

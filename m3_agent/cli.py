@@ -11,9 +11,11 @@ from pathlib import Path
 from m3_agent import bringup
 from m3_agent.llm.cli import add_llm_arguments, service_for
 from m3_memory.errors import StoreError
+from m3_perception.managed_node import stop_on_sigterm
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    stop_on_sigterm()  # SIGTERM as Ctrl-C: nodes shut down (stores closed), a model server stopped, exit 0
     selected = tuple(args.nodes or bringup.NODE_NAMES)
     stop = threading.Event()
     outcome = {"ok": True}
@@ -33,17 +35,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
         threading.Thread(target=probe, daemon=True).start()
 
     overrides = bringup.parse_overrides(args.set)
-    with service_for(args, needed=bool({"memory_node", "control_node"} & set(selected))) as llm:
-        bringup.run(
-            params_file=args.params_file,
-            selected=selected,
-            exit_after_s=args.exit_after,
-            on_ready=check if args.check else None,
-            ros_args=args.ros_args,
-            stop=stop,
-            overrides=llm.merged(overrides),
-            memory_transport=args.memory_transport,
-        )
+    try:
+        with service_for(args, needed=bool({"memory_node", "control_node"} & set(selected))) as llm:
+            bringup.run(
+                params_file=args.params_file,
+                selected=selected,
+                exit_after_s=args.exit_after,
+                on_ready=check if args.check else None,
+                ros_args=args.ros_args,
+                stop=stop,
+                overrides=llm.merged(overrides),
+                memory_transport=args.memory_transport,
+            )
+    except KeyboardInterrupt:  # stopped while starting or stopping: what was up is already shut down
+        pass
     return 0 if outcome["ok"] else 1
 
 

@@ -236,12 +236,15 @@ def action_figures(memory, goals: int, rounds: int) -> dict:
 
     from m3_control.control_node import ControlNode
     from m3_interfaces.action import Instruct
+    from m3_perception.managed_node import bring_up
 
     queries, answer = scripted_queries(memory, goals * max(1, rounds - 1), seed=11)
     context = Context()
     rclpy.init(args=[], context=context)
-    control = ControlNode(
-        memory_client=DirectMemoryClient(memory), reasoner=ScriptedReasoner(queries, answer), context=context
+    control = bring_up(
+        ControlNode(
+            memory_client=DirectMemoryClient(memory), reasoner=ScriptedReasoner(queries, answer), context=context
+        )
     )
     client_node = Node("bench_client", context=context)
     client = ActionClient(client_node, Instruct, "/m3/instruct")

@@ -16,19 +16,15 @@ from __future__ import annotations
 
 import collections
 import os
-import signal
-import sys
 import threading
+import time
 from typing import Any
 
-import rclpy
 from diagnostic_msgs.msg import KeyValue
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
-from rclpy.node import Node
 
 from m3_control.action_qos import DEFAULT_DEPTH, server_qos
 from m3_control.backends import BACKENDS, make_reasoner
@@ -50,10 +46,12 @@ from m3_control.skills import load_skills
 from m3_interfaces.action import Instruct
 from m3_interfaces.msg import PlanStep
 from m3_memory.as_of import AsOfError, check_as_of, stamp_ns
+from m3_perception.managed_node import AUTOSTART, ManagedNode, run_node
 
 NODE_NAME = "control_node"
 ACTION_NAME = "/m3/instruct"
 GOAL_POLICIES = ("queue", "reject", "preempt")
+QUIESCE_S = 5.0  # deactivate waits this long for a running goal to end
 
 
 def _float(description: str, low: float, high: float) -> ParameterDescriptor:
@@ -76,6 +74,7 @@ def _text(description: str, read_only: bool = True) -> ParameterDescriptor:
 
 # name: (default, descriptor). Everything but goal_policy is read once at start-up, hence read-only.
 PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
+    "autostart": AUTOSTART,
     "backend": ("extractive", _text(f"reasoner back-end: one of {', '.join(BACKENDS)}")),
     "endpoint": ("http://localhost:8000/v1", _text("openai back-end: base URL of an OpenAI-compatible API")),
     "model": ("M3-Agent-Control", _text("openai: model name sent to the endpoint; vllm: local weights directory")),
@@ -114,8 +113,10 @@ PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
 }
 
 
-class ControlNode(Node):
-    """Serves Instruct on /m3/instruct by running the retrieval-round loop over memory (services or injected)."""
+class ControlNode(ManagedNode):
+    """Serves Instruct on /m3/instruct by running the retrieval-round loop over memory (services or injected).
+    A managed node (m3_perception.managed_node): the reasoner loads on configure, the action server goes
+    live on activate; deactivate ends the running and queued goals (PREEMPTED) before it goes."""
 
     def __init__(self, memory_client: MemoryClient | None = None, reasoner: Reasoner | None = None, **kwargs) -> None:
         """memory_client: how memory is searched; None = the memory node's services under memory_prefix
@@ -124,6 +125,18 @@ class ControlNode(Node):
         for name, (default, descriptor) in PARAMETERS.items():
             self.declare_parameter(name, default, descriptor)
         self.add_on_set_parameters_callback(self._on_set_parameters)
+        self._injected_memory = memory_client
+        self._injected_reasoner = reasoner
+        self._group = ReentrantCallbackGroup()
+        self._lock = threading.Lock()
+        self._active: ServerGoalHandle | None = None
+        self._reserved = False  # reject policy: a goal was accepted and has not started yet
+        self._queue: collections.deque[ServerGoalHandle] = collections.deque()
+        self._preempted: set[bytes] = set()
+        self._stopping = False  # deactivating: every goal ends PREEMPTED
+        self._ros_memory: RosMemoryClient | None = None
+
+    def configure(self) -> None:
         policy = self.get_parameter("goal_policy").value
         if policy not in GOAL_POLICIES:
             raise ValueError(f"goal_policy {policy!r}: choose one of {list(GOAL_POLICIES)}")
@@ -145,6 +158,7 @@ class ControlNode(Node):
             knowledge_limit=p["knowledge_limit"],
             prefetch=p["prefetch"],
         )
+        reasoner = self._injected_reasoner
         if reasoner is None:
             self.reasoner, self.system_prompt = make_reasoner(
                 p["backend"], self.skills, openai, p["system_prompt_file"], vllm_model=p["model"]
@@ -159,31 +173,47 @@ class ControlNode(Node):
             reasks=p["reasks"],
         )
         self.default_max_rounds = p["default_max_rounds"]
-        self._group = ReentrantCallbackGroup()
-        if memory_client is None:
-            self.memory: MemoryClient = RosMemoryClient(self, p["memory_prefix"], p["memory_timeout_s"], self._group)
+        if self._injected_memory is None:
+            self._ros_memory = RosMemoryClient(self, p["memory_prefix"], p["memory_timeout_s"], self._group)
+            self.memory: MemoryClient = self._ros_memory
             memory_text = f"memory services under {p['memory_prefix']}"
         else:
-            self.memory = memory_client
-            memory_text = f"memory through {type(memory_client).__name__} (in this process, no services)"
-        self._lock = threading.Lock()
-        self._active: ServerGoalHandle | None = None
-        self._reserved = False  # reject policy: a goal was accepted and has not started yet
-        self._queue: collections.deque[ServerGoalHandle] = collections.deque()
-        self._preempted: set[bytes] = set()
-        self._server = ActionServer(
-            self,
-            Instruct,
-            ACTION_NAME,
-            execute_callback=self._execute,
-            goal_callback=self._on_goal,
-            handle_accepted_callback=self._on_accepted,
-            cancel_callback=self._on_cancel,
-            callback_group=self._group,
-            **server_qos(p["action_queue_depth"]),
-        )
+            self.memory = self._injected_memory
+            memory_text = f"memory through {type(self.memory).__name__} (in this process, no services)"
         backend = p["backend"] if reasoner is None else type(reasoner).__name__
-        self.get_logger().info(f"serving {ACTION_NAME} (backend {backend}, goal_policy {policy}, {memory_text})")
+        self.get_logger().info(f"configured: backend {backend}, goal_policy {policy}, {memory_text}")
+
+    def go_live(self) -> None:
+        self._stopping = False
+        self.live(
+            ActionServer(
+                self,
+                Instruct,
+                ACTION_NAME,
+                execute_callback=self._execute,
+                goal_callback=self._on_goal,
+                handle_accepted_callback=self._on_accepted,
+                cancel_callback=self._on_cancel,
+                callback_group=self._group,
+                **server_qos(self.get_parameter("action_queue_depth").value),
+            )
+        )
+        self.get_logger().info(f"serving {ACTION_NAME}")
+
+    def quiesce(self) -> None:
+        """Running and queued goals end PREEMPTED (the loop checks between rounds) before the server goes."""
+        with self._lock:
+            self._stopping = True
+        deadline = time.monotonic() + QUIESCE_S
+        while self._active is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if self._active is not None:
+            self.get_logger().warning(f"a goal still runs after {QUIESCE_S} s; the action server goes anyway")
+
+    def release(self) -> None:
+        if self._ros_memory is not None:
+            self._ros_memory.destroy(self)
+            self._ros_memory = None
 
     # --- parameters ----------------------------------------------------------------------------
     def _on_set_parameters(self, params) -> SetParametersResult:
@@ -236,7 +266,7 @@ class ControlNode(Node):
     def _stop_reason(self, goal_handle: ServerGoalHandle) -> str | None:
         if goal_handle.is_cancel_requested:
             return CANCELED
-        if bytes(goal_handle.goal_id.uuid) in self._preempted or not goal_handle.is_active:
+        if self._stopping or bytes(goal_handle.goal_id.uuid) in self._preempted or not goal_handle.is_active:
             return PREEMPTED
         return None
 
@@ -310,25 +340,8 @@ def to_result(outcome: LoopResult) -> Instruct.Result:
 
 
 def main(args: list[str] | None = None) -> None:
-    # rclpy's own SIGTERM handling sometimes misses the signal (1 stop in 5 in a test here), and a process
-    # then killed with SIGKILL can leave Fast DDS shared-memory locks that hang its peers: stop as on Ctrl-C.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-    rclpy.init(args=args)
-    try:
-        node = ControlNode()
-    except (ValueError, FileNotFoundError, ImportError, RuntimeError) as error:
-        print(f"control_node: error: {error}", file=sys.stderr)
-        rclpy.try_shutdown()
-        raise SystemExit(2) from error
     # Memory calls block the execute thread while their responses need another: keep threads to spare.
-    executor = MultiThreadedExecutor(num_threads=max(4, os.cpu_count() or 1))
-    try:
-        rclpy.spin(node, executor)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    raise SystemExit(run_node(ControlNode, NODE_NAME, args, threads=max(4, os.cpu_count() or 1)))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ floats here, where the service rounds them (and the request's threshold) to floa
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from m3_control.memory_client import Clip, Memory, clip_of, memory_error, memory_of
@@ -37,21 +38,36 @@ class DirectMemoryClient:
 
     transport = "direct"
 
-    def __init__(self, memory: M3Memory | None, unavailable_reason: str = "") -> None:
+    def __init__(
+        self,
+        memory: M3Memory | None = None,
+        unavailable_reason: str = "",
+        source: Callable[[], tuple[M3Memory | None, str]] | None = None,
+    ) -> None:
         """memory: the memory node's Memory; None when its store could not be opened, and then every
-        call raises MemoryUnavailable with unavailable_reason (the service would answer STORE_UNAVAILABLE)."""
+        call raises MemoryUnavailable with unavailable_reason (the service would answer STORE_UNAVAILABLE).
+        source: instead, called at each search for (memory or None, the reason it is None)."""
         self.memory = memory
         self.unavailable_reason = unavailable_reason or "memory store not open"
+        self._source = source or (lambda: (self.memory, self.unavailable_reason))
 
     @classmethod
     def of_node(cls, memory_node) -> DirectMemoryClient:
-        """The client for an m3_memory MemoryNode in this process (its Memory, or its store error)."""
-        return cls(memory_node.memory, memory_node.store_error)
+        """The client for an m3_memory MemoryNode in this process: its Memory while the node is active, as
+        its services serve only then; read at each call, so the node may be configured later or again."""
+
+        def current() -> tuple[M3Memory | None, str]:
+            if not memory_node.active:
+                return None, f"{memory_node.get_name()} is not active"
+            return memory_node.memory, memory_node.store_error or "memory store not open"
+
+        return cls(source=current)
 
     def _search(self):
-        if self.memory is None:
-            raise memory_error("memory", errors.STORE_UNAVAILABLE, self.unavailable_reason, QUERY_ERRORS)
-        return self.memory.search
+        memory, reason = self._source()
+        if memory is None:
+            raise memory_error("memory", errors.STORE_UNAVAILABLE, reason, QUERY_ERRORS)
+        return memory.search
 
     @staticmethod
     def _mapped(operation: str, error: Exception) -> Exception:

@@ -49,6 +49,11 @@ class RosMemoryClient:
         self.search_node_client = node.create_client(SearchNode, f"{prefix}/search_node", callback_group=callback_group)
         self.get_entity_client = node.create_client(GetEntity, f"{prefix}/get_entity", callback_group=callback_group)
 
+    def destroy(self, node: Node) -> None:
+        """Destroy the service clients (the control node's cleanup)."""
+        for client in (self.search_clip_client, self.search_node_client, self.get_entity_client):
+            node.destroy_client(client)
+
     def _call(self, client: Client, request):
         if not client.service_is_ready() and not client.wait_for_service(timeout_sec=self.timeout_s):
             raise MemoryUnavailable(f"memory service {client.srv_name} not available within {self.timeout_s} s")

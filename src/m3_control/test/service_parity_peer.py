@@ -22,6 +22,7 @@ from rclpy.parameter import Parameter
 from m3_control.memory_client import MemoryQueryRejected, MemoryUnavailable
 from m3_control.ros_memory_client import RosMemoryClient
 from m3_memory.memory_node import MemoryNode
+from m3_perception.managed_node import bring_up
 
 
 def plain(value):
@@ -36,7 +37,7 @@ def main(memory_dir: str, calls_path: str) -> int:
     with open(calls_path, encoding="utf-8") as handle:
         calls = json.load(handle)
     rclpy.init()
-    memory_node = MemoryNode(parameter_overrides=[Parameter("memory_dir", value=memory_dir)])
+    memory_node = bring_up(MemoryNode(parameter_overrides=[Parameter("memory_dir", value=memory_dir)]))
     client_node = Node("parity_client")
     client = RosMemoryClient(client_node, "/m3/memory", 20.0, ReentrantCallbackGroup())
     executor = MultiThreadedExecutor(num_threads=4)

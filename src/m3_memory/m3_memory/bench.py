@@ -221,9 +221,10 @@ def service_latencies(memory_dir: str, embedder, sets: dict[str, list[str]]) -> 
     from rclpy.parameter import Parameter
 
     from m3_memory.memory_node import MemoryNode
+    from m3_perception.managed_node import bring_up
 
     rclpy.init()
-    node = MemoryNode(embedder=embedder, parameter_overrides=[Parameter("memory_dir", value=memory_dir)])
+    node = bring_up(MemoryNode(embedder=embedder, parameter_overrides=[Parameter("memory_dir", value=memory_dir)]))
     server = MultiThreadedExecutor()
     server.add_node(node)
     thread = threading.Thread(target=server.spin, daemon=True)

@@ -11,69 +11,57 @@ import threading
 import traceback
 from collections.abc import Callable
 
-import rclpy
-from builtin_interfaces.msg import Time
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
-from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 
-from m3_interfaces.msg import ClipMemory, Entity, EntityMatch, FaceTracks, MemoryItem, VoiceSegment
+from m3_interfaces.msg import ClipMemory, Entity, EntityMatch, FaceTracks, VoiceSegment
 from m3_interfaces.srv import GetEntity, GetStats, SearchClip, SearchNode
 from m3_memory import errors
-from m3_memory.as_of import AsOfError, stamp_ns
 from m3_memory.assembly import clip_ingester, clip_windows, make_memorizer, memory_dir, open_memory
+from m3_memory.clip_window import ClipWindows
 from m3_memory.errors import MemoryApiError, ModelMissingError, StoreError
 from m3_memory.ingest_worker import ClipIngester
 from m3_memory.memory import Memory
+from m3_memory.memory_msgs import clip_msg, item_msg, request_stamp_ns, to_ns, to_time
 from m3_memory.node_parameters import PARAMETERS
 from m3_memory.query_encoders import QueryEncoders
-from m3_memory.records import ClipRecord, FaceEvidence, MatchEvidence, TextNode, VoiceEvidence
-from m3_memory.search import SearchHit
+from m3_memory.records import ClipRecord, FaceEvidence, MatchEvidence, VoiceEvidence
 from m3_memory.tags import kind_of
+from m3_perception.managed_node import ManagedNode, run_node
 from m3_perception.stamps import StampRejected
 
 NODE_NAME = "memory_node"
-NS = 1_000_000_000
 
 
-def to_ns(stamp: Time) -> int:
-    return int(stamp.sec) * NS + int(stamp.nanosec)
-
-
-def request_stamp_ns(stamp: Time) -> int:
-    """A request's before_stamp as ns; INVALID_ARGUMENT when it is not a valid time (nanosec >= 1e9, negative)."""
-    try:
-        return stamp_ns(int(stamp.sec), int(stamp.nanosec))
-    except AsOfError as error:
-        raise MemoryApiError(errors.INVALID_ARGUMENT, str(error)) from None
-
-
-def to_time(ns: int) -> Time:
-    return Time(sec=int(ns // NS), nanosec=int(ns % NS))
-
-
-class MemoryNode(Node):
-    """Thin adapter around m3_memory.memory.Memory."""
+class MemoryNode(ManagedNode):
+    """Thin adapter around m3_memory.memory.Memory; a managed node (m3_perception.managed_node): the store
+    opens on configure, evidence and services go live on activate, the store closes on cleanup."""
 
     def __init__(self, embedder=None, **kwargs) -> None:
         """embedder: an already loaded TextEmbedder to share (tests, one-process bring-up); None loads one."""
         super().__init__(NODE_NAME, **kwargs)
         for name, (default, descriptor) in PARAMETERS.items():
             self.declare_parameter(name, default, descriptor)
-        p = {name: self.get_parameter(name).value for name in PARAMETERS}
-        self.memory_dir = memory_dir(p)
+        self.embedder = embedder
+        self.memory_dir = memory_dir({name: self.get_parameter(name).value for name in PARAMETERS})
         self.memory: Memory | None = None
-        self.store_error = ""
-        self.encoders = QueryEncoders(max_image_pixels=p["max_image_pixels"], max_audio_s=p["max_query_audio_s"])
+        self.ingester: ClipIngester | None = None
+        self.store_error = "memory node not configured"
         self.bad_stamps = 0
         self.clips_stored = 0
+        self.windows: ClipWindows | None = None
         self._ingest_lock = threading.Lock()
-        memorizer = make_memorizer(p)  # a bad memorizer setting fails start-up
+
+    def configure(self) -> None:
+        p = {name: self.get_parameter(name).value for name in PARAMETERS}
+        self.memory_dir = memory_dir(p)
+        self.store_error = ""
+        self.encoders = QueryEncoders(max_image_pixels=p["max_image_pixels"], max_audio_s=p["max_query_audio_s"])
+        memorizer = make_memorizer(p)  # a bad memorizer setting fails configure
         try:
-            self.memory = open_memory(p, embedder, memorizer)
+            self.memory = open_memory(p, self.embedder, memorizer)
         except (StoreError, ValueError, ModelMissingError) as error:
-            # The node stays up so callers get STORE_UNAVAILABLE with the reason instead of silence.
+            # The node still configures so callers get STORE_UNAVAILABLE with the reason instead of silence.
             self.store_error = f"memory store {self.memory_dir} unavailable: {error}"
             self.get_logger().error(self.store_error)
         first_index = self.memory.next_clip_index if self.memory else 0
@@ -81,16 +69,7 @@ class MemoryNode(Node):
         if p["memorizer"] == "openai" and p["openai_keyframes"] > 0 and not p["keyframe_topic"]:
             self.get_logger().warning("openai_keyframes > 0 but keyframe_topic is empty: the model gets no frames")
         self.drain_s = float(p["memorize_drain_s"])
-        self.ingester: ClipIngester | None = (
-            clip_ingester(p, self.memory, self._published, self._log) if self.memory is not None else None
-        )
-
-        evidence_qos = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST, depth=100)
-        ingest_group = MutuallyExclusiveCallbackGroup()
-        service_group = ReentrantCallbackGroup()
-        # Deep request queues: the default (10) silently drops requests when many clients call at once.
-        service_qos = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST, depth=1000)
-        self.clip_pub = self.create_publisher(
+        self.clip_pub = self.lifecycle_publisher(
             ClipMemory,
             "/m3/memory/clips",
             QoSProfile(
@@ -100,16 +79,30 @@ class MemoryNode(Node):
                 depth=10,
             ),
         )
-        self.create_subscription(FaceTracks, "/m3/faces", self._on_faces, evidence_qos, callback_group=ingest_group)
-        self.create_subscription(VoiceSegment, "/m3/voices", self._on_voice, evidence_qos, callback_group=ingest_group)
-        self.create_subscription(
-            EntityMatch, "/m3/entity_matches", self._on_match, evidence_qos, callback_group=ingest_group
+        if self.memory is not None:
+            self.ingester = clip_ingester(p, self.memory, self._published, self._log)
+        self.get_logger().info(
+            f"memory_node: store {self.memory_dir}, memorizer {p['memorizer']}, clips of {p['clip_seconds']} s"
         )
-        if p["keyframe_topic"]:
+
+    def go_live(self) -> None:
+        evidence_qos = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST, depth=100)
+        ingest_group = MutuallyExclusiveCallbackGroup()
+        service_group = ReentrantCallbackGroup()
+        # Deep request queues: the default (10) silently drops requests when many clients call at once.
+        service_qos = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST, depth=1000)
+        inputs = [(FaceTracks, "/m3/faces", self._on_faces), (VoiceSegment, "/m3/voices", self._on_voice)]
+        inputs.append((EntityMatch, "/m3/entity_matches", self._on_match))
+        for msg_type, topic, callback in inputs:
+            self.live(self.create_subscription(msg_type, topic, callback, evidence_qos, callback_group=ingest_group))
+        keyframe_topic = self.get_parameter("keyframe_topic").value
+        if keyframe_topic:
             from sensor_msgs.msg import Image
 
-            self.create_subscription(
-                Image, p["keyframe_topic"], self._on_image, qos_profile_sensor_data, callback_group=ingest_group
+            self.live(
+                self.create_subscription(
+                    Image, keyframe_topic, self._on_image, qos_profile_sensor_data, callback_group=ingest_group
+                )
             )
         for srv_type, name, callback in (
             (SearchNode, "search_node", self._search_node),
@@ -117,13 +110,12 @@ class MemoryNode(Node):
             (GetEntity, "get_entity", self._get_entity),
             (GetStats, "get_stats", self._get_stats),
         ):
-            self.create_service(
-                srv_type, f"/m3/memory/{name}", callback, qos_profile=service_qos, callback_group=service_group
+            self.live(
+                self.create_service(
+                    srv_type, f"/m3/memory/{name}", callback, qos_profile=service_qos, callback_group=service_group
+                )
             )
-        self.create_timer(1.0, self._on_tick, callback_group=ingest_group)
-        self.get_logger().info(
-            f"memory_node: store {self.memory_dir}, memorizer {p['memorizer']}, clips of {p['clip_seconds']} s"
-        )
+        self.live(self.create_timer(1.0, self._on_tick, callback_group=ingest_group))
 
     # -- evidence in --------------------------------------------------------------------------------
     def _valid_id(self, entity_id: str, kinds: tuple[str, ...]) -> bool:
@@ -228,7 +220,7 @@ class MemoryNode(Node):
         """Runs on the worker thread once a clip is stored."""
         self.clips_stored += 1
         try:
-            self.clip_pub.publish(self.clip_msg(record))
+            self.clip_pub.publish(clip_msg(record))
         except Exception as error:  # noqa: BLE001 - at shutdown the context may be gone; the clip is stored
             self.get_logger().warning(f"clip {record.clip_index} stored but not published: {error}")
         self.get_logger().info(
@@ -253,44 +245,20 @@ class MemoryNode(Node):
         if self.ingester is not None:
             self.ingester.wait_idle(self.drain_s)
 
-    def destroy_node(self) -> None:
+    def release(self) -> None:
+        """Store the open clip, let the worker finish (up to memorize_drain_s) and close the store."""
         try:
             with self._ingest_lock:
-                self._store(self.windows.flush())
+                if self.windows is not None:
+                    self._store(self.windows.flush())
             if self.ingester is not None:
                 self.ingester.close(self.drain_s)
         finally:
+            self.ingester = None
             if self.memory is not None:
                 self.memory.close()
-            super().destroy_node()
-
-    # -- conversions --------------------------------------------------------------------------------
-    @staticmethod
-    def item_msg(node: TextNode | SearchHit, score: float = 0.0) -> MemoryItem:
-        return MemoryItem(
-            node_id=node.node_id,
-            kind=node.kind,
-            text=node.text,
-            clip_index=int(node.clip_index),
-            start=to_time(node.start_ns),
-            end=to_time(node.end_ns),
-            entity_ids=list(node.entity_ids),
-            weight=float(node.weight),
-            score=float(getattr(node, "score", score) if isinstance(node, SearchHit) else score),
-        )
-
-    def clip_msg(self, record: ClipRecord) -> ClipMemory:
-        msg = ClipMemory(
-            clip_index=int(record.clip_index),
-            start=to_time(record.start_ns),
-            end=to_time(record.end_ns),
-            score=float(record.score),
-            entity_ids=list(record.entity_ids),
-        )
-        msg.header.stamp = to_time(record.end_ns)
-        msg.episodic = [self.item_msg(n, record.node_scores.get(n.node_id, 0.0)) for n in record.episodic]
-        msg.semantic = [self.item_msg(n, record.node_scores.get(n.node_id, 0.0)) for n in record.semantic]
-        return msg
+            self.memory = None
+            self.store_error = "memory store closed (memory node not configured)"
 
     # -- services -----------------------------------------------------------------------------------
     def _fail(self, response, error: Exception):
@@ -331,7 +299,7 @@ class MemoryNode(Node):
                 face_embedding=face,
                 voice_embedding=voice,
             )
-            response.items = [self.item_msg(hit) for hit in hits]
+            response.items = [item_msg(hit) for hit in hits]
             response.error_code = SearchNode.Response.OK
         except Exception as error:  # noqa: BLE001 - every failure becomes an error code
             return self._fail(response, error)
@@ -348,7 +316,7 @@ class MemoryNode(Node):
                 request.conversation_id,
                 request_stamp_ns(request.before_stamp),
             )
-            response.clips = [self.clip_msg(record) for record in records]
+            response.clips = [clip_msg(record) for record in records]
             response.error_code = SearchClip.Response.OK
         except Exception as error:  # noqa: BLE001 - every failure becomes an error code
             return self._fail(response, error)
@@ -392,16 +360,7 @@ class MemoryNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    rclpy.init(args=args)
-    node = MemoryNode()
-    executor = MultiThreadedExecutor()
-    try:
-        rclpy.spin(node, executor)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()  # flushes the open clip before the store closes
-        rclpy.try_shutdown()
+    raise SystemExit(run_node(MemoryNode, NODE_NAME, args))  # shutdown flushes the open clip, closes the store
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 
+from m3_perception.managed_node import AUTOSTART
+
 
 def _float(description: str, low: float, high: float) -> ParameterDescriptor:
     return ParameterDescriptor(
@@ -23,6 +25,7 @@ def _text(description: str) -> ParameterDescriptor:
 
 
 PARAMETERS = {
+    "autostart": AUTOSTART,
     "memory_dir": ("~/.m3/memory", _text("memory directory (SQLite store + schema.json); ~ is expanded")),
     "clip_seconds": (30.0, _float("length of a clip window on the stream clock [s]", 1.0, 3600.0)),
     "clip_close_delay": (2.0, _float("wait this long past a window's end for late utterances [s]", 0.0, 60.0)),

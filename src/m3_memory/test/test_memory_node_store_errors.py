@@ -16,13 +16,14 @@ from store_damage import build_store, digest, flip_leaf
 from m3_interfaces.srv import GetEntity, GetStats, SearchClip, SearchNode
 from m3_memory.memory_node import MemoryNode
 from m3_memory.store import SCHEMA_FILE
+from m3_perception.managed_node import bring_up
 
 
 def _ask_every_service(memory_dir) -> list:
     """A memory_node on memory_dir and a client node in this process, over DDS: every service's response."""
     rclpy.init()
     try:
-        node = MemoryNode(parameter_overrides=[Parameter("memory_dir", value=str(memory_dir))])
+        node = bring_up(MemoryNode(parameter_overrides=[Parameter("memory_dir", value=str(memory_dir))]))
         client = Node("memory_store_error_client")
         executor = SingleThreadedExecutor()
         executor.add_node(node)
@@ -82,9 +83,9 @@ def test_openai_memorizer_without_endpoint_fails_at_start_up(tmp_path):
     try:
         overrides = [Parameter("memory_dir", value=str(tmp_path / "m")), Parameter("memorizer", value="openai")]
         with pytest.raises(ValueError, match="openai_endpoint"):
-            MemoryNode(parameter_overrides=overrides)
+            bring_up(MemoryNode(parameter_overrides=overrides))
         overrides[1] = Parameter("memorizer", value="magic")
         with pytest.raises(ValueError, match="'rules' or 'openai'"):
-            MemoryNode(parameter_overrides=overrides)
+            bring_up(MemoryNode(parameter_overrides=overrides))
     finally:
         rclpy.try_shutdown()

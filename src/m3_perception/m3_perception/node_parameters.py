@@ -6,6 +6,7 @@ from __future__ import annotations
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 
 from m3_perception.image_codec import DEFAULT_MAX_PIXELS
+from m3_perception.managed_node import AUTOSTART
 
 
 def _float(description: str, low: float, high: float) -> ParameterDescriptor:
@@ -24,6 +25,7 @@ def _str(description: str) -> ParameterDescriptor:
 
 # name: (default, descriptor) — documented in the package README.
 PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
+    "autostart": AUTOSTART,
     "image_topic": (
         "/camera/image_raw",
         _str("camera topic; with image_transport 'compressed' '/compressed' is appended"),

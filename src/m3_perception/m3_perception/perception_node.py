@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import math
 
-import rclpy
 from builtin_interfaces.msg import Time
 from rclpy.clock import Clock as RclpyClock
 from rclpy.clock import ClockType
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
-from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CompressedImage, Image
@@ -36,6 +33,7 @@ from m3_perception.face_pipeline import FaceObs
 from m3_perception.face_voice_matcher import MatchCandidate
 from m3_perception.identity_clusters import IdentityState
 from m3_perception.image_codec import ImageDecodeError, decode_compressed, decode_raw
+from m3_perception.managed_node import ManagedNode, run_node
 from m3_perception.node_parameters import PARAMETERS
 from m3_perception.stamps import StampGuard, StampRejected, header_ns
 from m3_perception.voice_pipeline import VoiceEvent
@@ -57,11 +55,19 @@ def to_time(t: float) -> Time:
     return Time(sec=int(sec), nanosec=min(999_999_999, round((t - sec) * 1e9)))
 
 
-class PerceptionNode(Node):
+class PerceptionNode(ManagedNode):
+    """Managed node (managed_node.py): models load on configure, the camera and microphone go live on activate."""
+
     def __init__(self, **kwargs) -> None:
         super().__init__(NODE_NAME, **kwargs)
         for name, (default, desc) in PARAMETERS.items():
             self.declare_parameter(name, default, desc)
+        self.engine: PerceptionEngine | None = None
+        self.bad_frames = 0
+        self.bad_chunks = 0
+        self.bad_stamps = 0
+
+    def configure(self) -> None:
         g = self.get_parameter
         transport = g("image_transport").value
         if transport not in ("raw", "compressed"):
@@ -70,6 +76,8 @@ class PerceptionNode(Node):
         reliability = {"best_effort": ReliabilityPolicy.BEST_EFFORT, "reliable": ReliabilityPolicy.RELIABLE}.get(chosen)
         if reliability is None:
             raise ValueError(f"sensor_reliability must be 'best_effort' or 'reliable', got {chosen!r}")
+        self.reliability = reliability
+        self.image_transport = transport
         params = {name: g(name).value for name in PARAMETERS}
         if params["audio_sample_rate_min"] > params["audio_sample_rate_max"]:
             raise ValueError(
@@ -91,19 +99,16 @@ class PerceptionNode(Node):
         # Reliable with a deep history: a subscriber (the memory node) stalled for a few seconds while
         # perception runs faster than real time (keep-up replay) still receives every result.
         outputs = QoSProfile(depth=OUTPUT_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
-        self.pub_faces = self.create_publisher(FaceTracks, "/m3/faces", outputs)
-        self.pub_voices = self.create_publisher(VoiceSegment, "/m3/voices", outputs)
-        self.pub_matches = self.create_publisher(EntityMatch, "/m3/entity_matches", outputs)
-        self.pub_face_ids = self.create_publisher(IdentityList, "/m3/identities/faces", latched)
-        self.pub_voice_ids = self.create_publisher(IdentityList, "/m3/identities/voices", latched)
+        self.pub_faces = self.lifecycle_publisher(FaceTracks, "/m3/faces", outputs)
+        self.pub_voices = self.lifecycle_publisher(VoiceSegment, "/m3/voices", outputs)
+        self.pub_matches = self.lifecycle_publisher(EntityMatch, "/m3/entity_matches", outputs)
+        self.pub_face_ids = self.lifecycle_publisher(IdentityList, "/m3/identities/faces", latched)
+        self.pub_voice_ids = self.lifecycle_publisher(IdentityList, "/m3/identities/voices", latched)
         # Stream time processed so far: `m3 play --keep-up` paces on it (as fast as perception keeps up).
-        self.pub_progress = self.create_publisher(Clock, "/m3/perception/processed_until", 10)
+        self.pub_progress = self.lifecycle_publisher(Clock, "/m3/perception/processed_until", 10)
         self._progress_sent = float("-inf")
         self._image_frame = ""
         self._audio_frame = ""
-        self.bad_frames = 0
-        self.bad_chunks = 0
-        self.bad_stamps = 0
 
         self.engine = PerceptionEngine(
             faces,
@@ -114,23 +119,28 @@ class PerceptionNode(Node):
             max_audio_backlog_s=g("max_audio_backlog_s").value,
             identities_period_s=g("identities_period_s").value,
         )
+
+    def go_live(self) -> None:
+        g = self.get_parameter
+        transport = self.image_transport  # checked on configure
         image_topic = g("image_topic").value
         camera_qos = QoSProfile(
-            depth=qos_profile_sensor_data.depth, reliability=reliability, durability=DurabilityPolicy.VOLATILE
+            depth=qos_profile_sensor_data.depth, reliability=self.reliability, durability=DurabilityPolicy.VOLATILE
         )
         if transport == "compressed":
             image_topic = image_topic.rstrip("/") + "/compressed"
-            self.create_subscription(CompressedImage, image_topic, self._on_compressed, camera_qos)
+            self.live(self.create_subscription(CompressedImage, image_topic, self._on_compressed, camera_qos))
         else:
-            self.create_subscription(Image, image_topic, self._on_image, camera_qos)
+            self.live(self.create_subscription(Image, image_topic, self._on_image, camera_qos))
         # Sensor-data QoS (best effort unless sensor_reliability says otherwise) with a deeper history
         # for audio: a chunk lost while the executor is busy is a hole in speech, so 10 s of 0.1 s
         # chunks may wait; a late frame just gets skipped.
-        audio_qos = QoSProfile(depth=100, reliability=reliability, durability=DurabilityPolicy.VOLATILE)
-        self.create_subscription(AudioChunk, g("audio_topic").value, self._on_audio, audio_qos)
+        audio_qos = QoSProfile(depth=100, reliability=self.reliability, durability=DurabilityPolicy.VOLATILE)
+        self.live(self.create_subscription(AudioChunk, g("audio_topic").value, self._on_audio, audio_qos))
         # Wall (steady) time: with use_sim_time a /clock-driven timer would wait for the very player
         # that waits for this progress.
-        self.create_timer(0.05, self._publish_progress, clock=RclpyClock(clock_type=ClockType.STEADY_TIME))
+        steady = RclpyClock(clock_type=ClockType.STEADY_TIME)
+        self.live(self.create_timer(0.05, self._publish_progress, clock=steady))
         self.get_logger().info(f"perception ready: camera {image_topic} ({transport}), audio {g('audio_topic').value}")
 
     def _publish_progress(self) -> None:
@@ -276,7 +286,10 @@ class PerceptionNode(Node):
     def _on_error(self, what: str, e: Exception) -> None:
         self.get_logger().warning(f"{what}: {type(e).__name__}: {e}", throttle_duration_sec=WARN_THROTTLE_S)
 
-    def destroy_node(self) -> None:
+    def release(self) -> None:
+        """Stop the workers (joined) and drop the models; the counts go to the log."""
+        if self.engine is None:
+            return
         self.engine.close()
         s = self.engine.stats
         self.get_logger().info(
@@ -284,21 +297,8 @@ class PerceptionNode(Node):
             f"bad {self.bad_frames}; audio chunks {s.audio_chunks}, bad {self.bad_chunks}, utterances {s.utterances}; "
             f"bad stamps {self.bad_stamps}"
         )
-        super().destroy_node()
+        self.engine = None
 
 
 def main(args: list[str] | None = None) -> None:
-    rclpy.init(args=args)
-    try:
-        node = PerceptionNode()
-    except (FileNotFoundError, ValueError, RuntimeError) as e:  # missing model file, bad value, no endpoint
-        rclpy.logging.get_logger(NODE_NAME).fatal(f"cannot start: {e}")
-        rclpy.try_shutdown()
-        raise SystemExit(1) from e
-    try:
-        rclpy.spin(node, MultiThreadedExecutor())
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    raise SystemExit(run_node(PerceptionNode, NODE_NAME, args))

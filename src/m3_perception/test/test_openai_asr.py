@@ -66,19 +66,22 @@ def test_node_with_openai_backend_fails_start_on_dead_endpoint() -> None:
     import rclpy
     from rclpy.parameter import Parameter
 
+    from m3_perception.managed_node import bring_up
     from m3_perception.perception_node import PerceptionNode
 
     with TranscriptionServer() as srv:
         url = srv.url
     rclpy.init()
     try:
+        node = PerceptionNode(
+            parameter_overrides=[
+                Parameter("asr_backend", value="openai"),
+                Parameter("asr_endpoint", value=url),
+                Parameter("asr_timeout_s", value=2.0),
+            ]
+        )
         with pytest.raises(AsrBackendError, match="unreachable"):
-            PerceptionNode(
-                parameter_overrides=[
-                    Parameter("asr_backend", value="openai"),
-                    Parameter("asr_endpoint", value=url),
-                    Parameter("asr_timeout_s", value=2.0),
-                ]
-            )
+            bring_up(node)
+        node.destroy_node()
     finally:
         rclpy.try_shutdown()

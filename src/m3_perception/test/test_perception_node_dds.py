@@ -20,6 +20,7 @@ from std_msgs.msg import Header
 from m3_interfaces.msg import AudioChunk, EntityMatch, FaceTracks, IdentityList, VoiceSegment
 from m3_perception.audio_codec import encode_s16le
 from m3_perception.image_codec import encode_jpeg, encode_raw_rgb8
+from m3_perception.managed_node import bring_up
 from m3_perception.metrics import wer
 from m3_perception.perception_node import PerceptionNode, to_sec, to_time
 from m3_perception.synthetic import compose, face_photos, jpeg_claiming, png_claiming, speak
@@ -94,7 +95,9 @@ def ros():
 @pytest.fixture(scope="module")
 def episode(ros):
     """Run the compressed-image episode once; tests assert on what was recorded."""
-    node = PerceptionNode(parameter_overrides=[rclpy.parameter.Parameter("image_transport", value="compressed")])
+    node = bring_up(
+        PerceptionNode(parameter_overrides=[rclpy.parameter.Parameter("image_transport", value="compressed")])
+    )
     io = Recorder()
     ros.add_node(node)
     ros.add_node(io)
@@ -272,6 +275,7 @@ def test_raw_images_and_missing_model(ros, tmp_path) -> None:
             "/m3/identities/voices:=/raw/m3/identities/voices",
         ],
     )
+    bring_up(node)
     io = Recorder("/raw")
     ros.add_node(node)
     ros.add_node(io)
@@ -316,12 +320,12 @@ def test_raw_images_and_missing_model(ros, tmp_path) -> None:
         node.destroy_node()
     from m3_perception.model_files import ModelFileMissing
 
+    missing = PerceptionNode(
+        parameter_overrides=[rclpy.parameter.Parameter("face_recognition_model", value=str(tmp_path / "absent.dat"))]
+    )
     with pytest.raises(ModelFileMissing, match=r"absent\.dat"):
-        PerceptionNode(
-            parameter_overrides=[
-                rclpy.parameter.Parameter("face_recognition_model", value=str(tmp_path / "absent.dat"))
-            ]
-        )
+        bring_up(missing)
+    missing.destroy_node()
 
 
 def test_sensor_reliability_sets_the_camera_and_microphone_qos(episode, ros) -> None:
@@ -333,6 +337,7 @@ def test_sensor_reliability_sets_the_camera_and_microphone_qos(episode, ros) -> 
             rclpy.parameter.Parameter("image_topic", value="/reliable/camera/image_raw"),
         ],
     )
+    bring_up(reliable)
     ros.add_node(reliable)
     probe = Node("qos_probe")
     try:
@@ -354,5 +359,7 @@ def test_sensor_reliability_sets_the_camera_and_microphone_qos(episode, ros) -> 
         ros.remove_node(reliable)
         reliable.destroy_node()
         probe.destroy_node()
+    typo = PerceptionNode(parameter_overrides=[rclpy.parameter.Parameter("sensor_reliability", value="sometimes")])
     with pytest.raises(ValueError, match="sensor_reliability must be 'best_effort' or 'reliable', got 'sometimes'"):
-        PerceptionNode(parameter_overrides=[rclpy.parameter.Parameter("sensor_reliability", value="sometimes")])
+        bring_up(typo)
+    typo.destroy_node()

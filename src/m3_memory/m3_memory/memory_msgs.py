@@ -1,0 +1,58 @@
+"""Messages of the memory node <-> m3_memory's dataclasses and stamps (plain functions, no node)."""
+
+from __future__ import annotations
+
+from builtin_interfaces.msg import Time
+
+from m3_interfaces.msg import ClipMemory, MemoryItem
+from m3_memory import errors
+from m3_memory.as_of import AsOfError, stamp_ns
+from m3_memory.errors import MemoryApiError
+from m3_memory.records import ClipRecord, TextNode
+from m3_memory.search import SearchHit
+
+NS = 1_000_000_000
+
+
+def to_ns(stamp: Time) -> int:
+    return int(stamp.sec) * NS + int(stamp.nanosec)
+
+
+def request_stamp_ns(stamp: Time) -> int:
+    """A request's before_stamp as ns; INVALID_ARGUMENT when it is not a valid time (nanosec >= 1e9, negative)."""
+    try:
+        return stamp_ns(int(stamp.sec), int(stamp.nanosec))
+    except AsOfError as error:
+        raise MemoryApiError(errors.INVALID_ARGUMENT, str(error)) from None
+
+
+def to_time(ns: int) -> Time:
+    return Time(sec=int(ns // NS), nanosec=int(ns % NS))
+
+
+def item_msg(node: TextNode | SearchHit, score: float = 0.0) -> MemoryItem:
+    return MemoryItem(
+        node_id=node.node_id,
+        kind=node.kind,
+        text=node.text,
+        clip_index=int(node.clip_index),
+        start=to_time(node.start_ns),
+        end=to_time(node.end_ns),
+        entity_ids=list(node.entity_ids),
+        weight=float(node.weight),
+        score=float(getattr(node, "score", score) if isinstance(node, SearchHit) else score),
+    )
+
+
+def clip_msg(record: ClipRecord) -> ClipMemory:
+    msg = ClipMemory(
+        clip_index=int(record.clip_index),
+        start=to_time(record.start_ns),
+        end=to_time(record.end_ns),
+        score=float(record.score),
+        entity_ids=list(record.entity_ids),
+    )
+    msg.header.stamp = to_time(record.end_ns)
+    msg.episodic = [item_msg(n, record.node_scores.get(n.node_id, 0.0)) for n in record.episodic]
+    msg.semantic = [item_msg(n, record.node_scores.get(n.node_id, 0.0)) for n in record.semantic]
+    return msg
