@@ -24,6 +24,7 @@ from m3_memory import errors
 from m3_memory.as_of import AsOfError, stamp_ns
 from m3_memory.assembly import clip_ingester, clip_windows, make_memorizer, memory_dir, open_memory
 from m3_memory.errors import MemoryApiError, ModelMissingError, StoreError
+from m3_memory.hri_output import HriPersonsOutput
 from m3_memory.ingest_worker import ClipIngester
 from m3_memory.memory import Memory
 from m3_memory.node_parameters import PARAMETERS
@@ -121,6 +122,7 @@ class MemoryNode(Node):
                 srv_type, f"/m3/memory/{name}", callback, qos_profile=service_qos, callback_group=service_group
             )
         self.create_timer(1.0, self._on_tick, callback_group=ingest_group)
+        self.hri = HriPersonsOutput.create(self, p["publish_hri"], self.memory)  # REP-155 persons, or None
         self.get_logger().info(
             f"memory_node: store {self.memory_dir}, memorizer {p['memorizer']}, clips of {p['clip_seconds']} s"
         )
@@ -231,6 +233,8 @@ class MemoryNode(Node):
             self.clip_pub.publish(self.clip_msg(record))
         except Exception as error:  # noqa: BLE001 - at shutdown the context may be gone; the clip is stored
             self.get_logger().warning(f"clip {record.clip_index} stored but not published: {error}")
+        if self.hri is not None:
+            self.hri.clip_stored(record.entity_ids, to_time(record.end_ns))
         self.get_logger().info(
             f"stored clip {record.clip_index}: {len(record.episodic)} episodic, {len(record.semantic)} semantic"
         )
@@ -393,7 +397,12 @@ class MemoryNode(Node):
 
 def main(args: list[str] | None = None) -> None:
     rclpy.init(args=args)
-    node = MemoryNode()
+    try:
+        node = MemoryNode()
+    except (ValueError, RuntimeError) as e:  # a bad setting, a message package asked for but not installed
+        rclpy.logging.get_logger(NODE_NAME).fatal(f"cannot start: {e}")
+        rclpy.try_shutdown()
+        raise SystemExit(1) from e
     executor = MultiThreadedExecutor()
     try:
         rclpy.spin(node, executor)
