@@ -86,6 +86,13 @@ class PerceptionNode(Node):
         # One clock per input: a camera and a microphone driver may stamp from different clocks.
         self.image_stamps = StampGuard(params["max_stamp_jump_s"])
         self.audio_stamps = StampGuard(params["max_stamp_jump_s"])
+        # Sensor-data QoS (best effort unless sensor_reliability says otherwise) with a deeper history
+        # for audio: a chunk lost while the executor is busy is a hole in speech, so 10 s of 0.1 s
+        # chunks may wait; a late frame just gets skipped.
+        audio_qos = QoSProfile(depth=100, reliability=reliability, durability=DurabilityPolicy.VOLATILE)
+        # audio_common input and REP-155 output (optional message packages), made in one place and
+        # before the models load, so a package asked for but missing fails start-up at once.
+        self.conventions = PerceptionConventions(self, params, self.audio_limits, audio_qos, self._accept_audio)
         faces, voices, matcher = build_pipelines(params, self.get_logger())  # loads models; a missing file fails here
 
         latched = QoSProfile(
@@ -126,12 +133,6 @@ class PerceptionNode(Node):
             self.create_subscription(CompressedImage, image_topic, self._on_compressed, camera_qos)
         else:
             self.create_subscription(Image, image_topic, self._on_image, camera_qos)
-        # Sensor-data QoS (best effort unless sensor_reliability says otherwise) with a deeper history
-        # for audio: a chunk lost while the executor is busy is a hole in speech, so 10 s of 0.1 s
-        # chunks may wait; a late frame just gets skipped.
-        audio_qos = QoSProfile(depth=100, reliability=reliability, durability=DurabilityPolicy.VOLATILE)
-        # audio_common input and REP-155 output (optional message packages): made in one place.
-        self.conventions = PerceptionConventions(self, params, self.audio_limits, audio_qos, self._accept_audio)
         if not self.conventions.audio_common:
             self.create_subscription(AudioChunk, g("audio_topic").value, self._on_audio, audio_qos)
         # Wall (steady) time: with use_sim_time a /clock-driven timer would wait for the very player
