@@ -139,8 +139,7 @@ class PerceptionNode(Node):
         # that waits for this progress.
         self.create_timer(0.05, self._publish_progress, clock=RclpyClock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
-            f"perception ready: camera {image_topic} ({transport}), audio {g('audio_topic').value}; "
-            f"{self.conventions.describe()}"
+            f"perception ready: camera {image_topic} ({transport}), {self.conventions.describe(g('audio_topic').value)}"
         )
 
     def _publish_progress(self) -> None:

@@ -35,6 +35,7 @@ class AudioCommonInput:
             "audio_common_msgs", ("AudioDataStamped", "AudioInfo"), "audio_input 'audio_common'"
         )
         self.node = node
+        self.topic = topic
         self.accept = accept
         self.stream = AudioCommonStream(info_topic, limits)
         node.create_subscription(info_type, info_topic, self._on_info, LATCHED)
@@ -101,8 +102,11 @@ class PerceptionConventions:
         messages = hri_messages(params["publish_hri"])
         self.hri = HriPerceptionOutput(node, messages, params["hri_voice_window_s"], 100) if messages else None
 
-    def describe(self) -> str:
-        audio = f"audio_common {self.audio_common.stream.info_topic}" if self.audio_common else "m3 AudioChunk"
+    def describe(self, audio_topic: str) -> str:
+        """The microphone input and whether REP-155 output is on, for the node's start-up line."""
+        audio = f"audio (AudioChunk) {audio_topic}"
+        if self.audio_common:
+            audio = f"audio (audio_common) {self.audio_common.topic}, format from {self.audio_common.stream.info_topic}"
         return f"{audio}, REP-155 output {'on' if self.hri else 'off'}"
 
     def faces(self, stamp: Time, face_ids: list[str]) -> None:
