@@ -231,10 +231,10 @@ class MemoryNode(Node):
         self.clips_stored += 1
         try:
             self.clip_pub.publish(self.clip_msg(record))
+            if self.hri is not None:  # REP-155 persons after this clip
+                self.hri.clip_stored(record.entity_ids, to_time(record.end_ns))
         except Exception as error:  # noqa: BLE001 - at shutdown the context may be gone; the clip is stored
             self.get_logger().warning(f"clip {record.clip_index} stored but not published: {error}")
-        if self.hri is not None:
-            self.hri.clip_stored(record.entity_ids, to_time(record.end_ns))
         self.get_logger().info(
             f"stored clip {record.clip_index}: {len(record.episodic)} episodic, {len(record.semantic)} semantic"
         )

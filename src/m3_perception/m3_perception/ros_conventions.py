@@ -5,6 +5,7 @@ optional (optional_interfaces); the conversion logic is in audio_common_input an
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -65,6 +66,7 @@ class HriPerceptionOutput:
             self.ids_match, "/humans/candidate_matches", QoSProfile(depth=match_depth)
         )
         self.voices = RecentVoices(voice_window_s)
+        self._voices_lock = threading.Lock()  # utterances arrive on the voice worker, time on the node's timer
 
     def _ids(self, stamp: Time, ids: list[str]):
         unique = [i for k, i in enumerate(ids) if i and valid_id(i) and i not in ids[:k]]
@@ -74,12 +76,14 @@ class HriPerceptionOutput:
         self.pub_faces.publish(self._ids(stamp, face_ids))
 
     def voice(self, stamp: Time, voice_id: str, end_s: float) -> None:
-        self.voices.heard(voice_id, end_s)
-        self.pub_voices.publish(self._ids(stamp, self.voices.ids()))
+        with self._voices_lock:
+            self.voices.heard(voice_id, end_s)
+            self.pub_voices.publish(self._ids(stamp, self.voices.ids()))
 
     def advance(self, stamp: Time, now_s: float) -> None:
-        if self.voices.advance(now_s):
-            self.pub_voices.publish(self._ids(stamp, self.voices.ids()))
+        with self._voices_lock:
+            if self.voices.advance(now_s):
+                self.pub_voices.publish(self._ids(stamp, self.voices.ids()))
 
     def match(self, face_id: str, voice_id: str, confidence: float) -> None:
         if valid_id(face_id) and valid_id(voice_id):
