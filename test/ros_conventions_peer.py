@@ -101,7 +101,7 @@ def late_person_values(executor: MultiThreadedExecutor, person_ids: list[str]) -
     late = Node("ros_conventions_late")
     got: dict[str, dict[str, str]] = {p: {} for p in person_ids}
     for p in person_ids:
-        for field in ("name", "face_id", "voice_id"):
+        for field in ("name", "face_id", "voice_id", "alias"):
             late.create_subscription(
                 String, f"/humans/persons/{p}/{field}", lambda m, p=p, f=field: got[p].__setitem__(f, m.data), LATCHED
             )
@@ -170,7 +170,8 @@ def main() -> None:
         deadline = time.monotonic() + 120.0
         while time.monotonic() < deadline:
             known = peer.seen["persons_known"][-1] if peer.seen["persons_known"] else []
-            late = late_person_values(executor, known)
+            last = max((int(p.split("_")[1]) for p in known), default=0)
+            late = late_person_values(executor, [f"person_{k}" for k in range(1, last + 1)])  # merged ones too
             if any(len(v) == 3 and v.get("name") for v in late.values()):
                 break
         result.update(peer.seen, t0=t0, reference=reference.text, bob=BOB_LINE, late=late, ok=True)

@@ -120,8 +120,13 @@ def test_hri_persons_latched_for_late_subscriber(interop) -> None:
     named = {p: v for p, v in seen["late"].items() if v.get("name")}
     assert list(named.values()) == [{"name": "Bob", "face_id": hopper_face, "voice_id": bob_voice}], seen["late"]
     person = next(iter(named))
-    assert person.startswith("person_") and person in seen["persons_known"][-1]
+    known = seen["persons_known"][-1]
+    assert person.startswith("person_") and person in known
     assert any(person in ids for ids in seen["persons_tracked"])
+    # Each face and voice founded a person; a face-voice match merged two: the merged id says where it went.
+    merged = {p: v["alias"] for p, v in seen["late"].items() if p not in known}
+    assert merged and all(set(v) == {"alias"} for p, v in seen["late"].items() if p in merged), seen["late"]
+    assert set(merged.values()) <= set(known) and set(merged) | set(known) == set(seen["late"]), (merged, known)
 
 
 def test_without_packages_asking_for_them_is_one_clear_error(tmp_path: Path) -> None:
