@@ -20,6 +20,7 @@ from m3_memory import errors
 from m3_memory.assembly import clip_ingester, clip_windows, make_memorizer, memory_dir, open_memory
 from m3_memory.clip_window import ClipWindows
 from m3_memory.errors import MemoryApiError, ModelMissingError, StoreError
+from m3_memory.hri_output import HriPersonsOutput
 from m3_memory.ingest_worker import ClipIngester
 from m3_memory.memory import Memory
 from m3_memory.memory_msgs import clip_msg, item_msg, request_stamp_ns, to_ns, to_time
@@ -46,6 +47,7 @@ class MemoryNode(ManagedNode):
         self.memory_dir = memory_dir({name: self.get_parameter(name).value for name in PARAMETERS})
         self.memory: Memory | None = None
         self.ingester: ClipIngester | None = None
+        self.hri: HriPersonsOutput | None = None
         self.store_error = "memory node not configured"
         self.bad_stamps = 0
         self.clips_stored = 0
@@ -81,6 +83,7 @@ class MemoryNode(ManagedNode):
         )
         if self.memory is not None:
             self.ingester = clip_ingester(p, self.memory, self._published, self._log)
+        self.hri = HriPersonsOutput.create(self, p["publish_hri"], self.memory)  # REP-155 persons, or None
         self.get_logger().info(
             f"memory_node: store {self.memory_dir}, memorizer {p['memorizer']}, clips of {p['clip_seconds']} s"
         )
@@ -116,6 +119,8 @@ class MemoryNode(ManagedNode):
                 )
             )
         self.live(self.create_timer(1.0, self._on_tick, callback_group=ingest_group))
+        if self.hri is not None:
+            self.hri.go_live()
 
     # -- evidence in --------------------------------------------------------------------------------
     def _valid_id(self, entity_id: str, kinds: tuple[str, ...]) -> bool:
@@ -221,6 +226,8 @@ class MemoryNode(ManagedNode):
         self.clips_stored += 1
         try:
             self.clip_pub.publish(clip_msg(record))
+            if self.hri is not None:  # REP-155 persons after this clip
+                self.hri.clip_stored(record.entity_ids, to_time(record.end_ns))
         except Exception as error:  # noqa: BLE001 - at shutdown the context may be gone; the clip is stored
             self.get_logger().warning(f"clip {record.clip_index} stored but not published: {error}")
         self.get_logger().info(
@@ -255,6 +262,9 @@ class MemoryNode(ManagedNode):
                 self.ingester.close(self.drain_s)
         finally:
             self.ingester = None
+            if self.hri is not None:
+                self.hri.close()
+                self.hri = None
             if self.memory is not None:
                 self.memory.close()
             self.memory = None

@@ -83,6 +83,10 @@ PARAMETERS = {
         _int("larger search_node query images and keyframes are refused before decoding [pixels]", 1, 2**30),
     ),
     "max_query_audio_s": (60.0, _float("longest search_node voice sample [s]", 1.0, 3600.0)),
+    "publish_hri": (
+        "auto",
+        _text("REP-155 /humans/persons/... output: 'auto' (when hri_msgs is installed), 'enabled' or 'disabled'"),
+    ),
     "max_stamp_jump_s": (
         3600.0,
         _float("evidence stamped further than this from the stream's time is dropped [s]", 1.0, 1.0e9),

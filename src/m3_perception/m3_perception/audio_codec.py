@@ -30,15 +30,15 @@ class AudioLimits:
     max_chunk_s: float = 10.0  # [s] of audio in one chunk (microphones send 0.01-0.1 s, video2bag at most 5 s)
 
 
-def decode_chunk(
+def check_format(
     sample_rate: int,
     channels: int,
     sample_format: str,
-    data: bytes | bytearray | memoryview,
     coding_format: str = "wave",
     limits: AudioLimits = AudioLimits(),
-) -> np.ndarray:
-    """Return mono float32 samples at 16 kHz in [-1, 1] from one AudioChunk's fields."""
+) -> str:
+    """The normalised sample format when decode_chunk can take audio described so, else AudioDecodeError.
+    Apart from decode_chunk for inputs whose format arrives before the bytes (audio_common's AudioInfo)."""
     if coding_format and coding_format.lower() not in ("wave", "raw", "pcm"):
         raise AudioDecodeError(f"unsupported coding_format {coding_format!r}; only raw PCM ('wave') is accepted")
     fmt = sample_format.upper()
@@ -51,6 +51,19 @@ def decode_chunk(
         )
     if channels <= 0:
         raise AudioDecodeError(f"invalid channel count {channels}")
+    return fmt
+
+
+def decode_chunk(
+    sample_rate: int,
+    channels: int,
+    sample_format: str,
+    data: bytes | bytearray | memoryview,
+    coding_format: str = "wave",
+    limits: AudioLimits = AudioLimits(),
+) -> np.ndarray:
+    """Return mono float32 samples at 16 kHz in [-1, 1] from one AudioChunk's fields."""
+    fmt = check_format(sample_rate, channels, sample_format, coding_format, limits)
     if len(data) == 0:
         raise AudioDecodeError("empty audio chunk (0 bytes)")
     frame_bytes = _BYTES[fmt] * channels

@@ -31,7 +31,27 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
         _str("camera topic; with image_transport 'compressed' '/compressed' is appended"),
     ),
     "image_transport": ("raw", _str("'raw' (sensor_msgs/Image) or 'compressed' (sensor_msgs/CompressedImage)")),
-    "audio_topic": ("/audio", _str("microphone topic (m3_interfaces/AudioChunk)")),
+    "audio_topic": ("/audio", _str("microphone topic (m3_interfaces/AudioChunk); with audio_input 'm3'")),
+    "audio_input": (
+        "m3",
+        _str("microphone messages: 'm3' (AudioChunk on audio_topic) or 'audio_common' (needs audio_common_msgs)"),
+    ),
+    "audio_common_topic": (
+        "/audio/audio_stamped",
+        _str("audio_common: audio_common_msgs/AudioDataStamped topic (the driver's audio_stamped)"),
+    ),
+    "audio_common_info_topic": (
+        "/audio/audio_info",
+        _str("audio_common: audio_common_msgs/AudioInfo topic (latched); data before it is dropped"),
+    ),
+    "publish_hri": (
+        "auto",
+        _str("REP-155 /humans/... output: 'auto' (when hri_msgs is installed), 'enabled' (required) or 'disabled'"),
+    ),
+    "hri_voice_window_s": (
+        5.0,
+        _float("REP-155: a voice stays in /humans/voices/tracked this long after it spoke [s]", 0.0, 3600.0),
+    ),
     "sensor_reliability": (
         "best_effort",
         _str("camera and microphone QoS: 'best_effort' (sensor data) or 'reliable' (lossless replays over DDS)"),

@@ -8,7 +8,9 @@ by plain modules (engine, face_pipeline, voice_pipeline) on worker threads.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
+import numpy as np
 from builtin_interfaces.msg import Time
 from rclpy.clock import Clock as RclpyClock
 from rclpy.clock import ClockType
@@ -35,6 +37,7 @@ from m3_perception.identity_clusters import IdentityState
 from m3_perception.image_codec import ImageDecodeError, decode_compressed, decode_raw
 from m3_perception.managed_node import ManagedNode, run_node
 from m3_perception.node_parameters import PARAMETERS
+from m3_perception.ros_conventions import PerceptionConventions
 from m3_perception.stamps import StampGuard, StampRejected, header_ns
 from m3_perception.voice_pipeline import VoiceEvent
 
@@ -91,6 +94,13 @@ class PerceptionNode(ManagedNode):
         # One clock per input: a camera and a microphone driver may stamp from different clocks.
         self.image_stamps = StampGuard(params["max_stamp_jump_s"])
         self.audio_stamps = StampGuard(params["max_stamp_jump_s"])
+        # Sensor-data QoS (best effort unless sensor_reliability says otherwise) with a deeper history
+        # for audio: a chunk lost while the executor is busy is a hole in speech, so 10 s of 0.1 s
+        # chunks may wait; a late frame just gets skipped.
+        self.audio_qos = QoSProfile(depth=100, reliability=reliability, durability=DurabilityPolicy.VOLATILE)
+        # audio_common input and REP-155 output (optional message packages), made in one place and
+        # before the models load, so a package asked for but missing fails configure at once.
+        self.conventions = PerceptionConventions(self, params, self.audio_limits, self.audio_qos, self._accept_audio)
         faces, voices, matcher = build_pipelines(params, self.get_logger())  # loads models; a missing file fails here
 
         latched = QoSProfile(
@@ -132,22 +142,24 @@ class PerceptionNode(ManagedNode):
             self.live(self.create_subscription(CompressedImage, image_topic, self._on_compressed, camera_qos))
         else:
             self.live(self.create_subscription(Image, image_topic, self._on_image, camera_qos))
-        # Sensor-data QoS (best effort unless sensor_reliability says otherwise) with a deeper history
-        # for audio: a chunk lost while the executor is busy is a hole in speech, so 10 s of 0.1 s
-        # chunks may wait; a late frame just gets skipped.
-        audio_qos = QoSProfile(depth=100, reliability=self.reliability, durability=DurabilityPolicy.VOLATILE)
-        self.live(self.create_subscription(AudioChunk, g("audio_topic").value, self._on_audio, audio_qos))
+        if self.conventions.audio_common:
+            self.conventions.go_live()  # audio_common's AudioInfo + AudioDataStamped instead of AudioChunk
+        else:
+            self.live(self.create_subscription(AudioChunk, g("audio_topic").value, self._on_audio, self.audio_qos))
         # Wall (steady) time: with use_sim_time a /clock-driven timer would wait for the very player
         # that waits for this progress.
         steady = RclpyClock(clock_type=ClockType.STEADY_TIME)
         self.live(self.create_timer(0.05, self._publish_progress, clock=steady))
-        self.get_logger().info(f"perception ready: camera {image_topic} ({transport}), audio {g('audio_topic').value}")
+        self.get_logger().info(
+            f"perception ready: camera {image_topic} ({transport}), {self.conventions.describe(g('audio_topic').value)}"
+        )
 
     def _publish_progress(self) -> None:
         until = self.engine.processed_until()
         if until > self._progress_sent:
             self._progress_sent = until
             self.pub_progress.publish(Clock(clock=to_time(until)))
+            self.conventions.advance(to_time(until), until)
 
     # -- inputs --------------------------------------------------------------------------------
     def _stamp_ok(self, stamp: Time, guard: StampGuard, what: str) -> bool:
@@ -194,20 +206,27 @@ class PerceptionNode(ManagedNode):
         self.engine.submit_frame(stamp, rgb)
 
     def _on_audio(self, msg: AudioChunk) -> None:
-        if not self._stamp_ok(msg.header.stamp, self.audio_stamps, "audio chunk"):
+        self._accept_audio(
+            msg.header,
+            lambda: decode_chunk(
+                msg.sample_rate, msg.channels, msg.sample_format, msg.data, msg.coding_format, self.audio_limits
+            ),
+        )
+
+    def _accept_audio(self, header: Header, decode: Callable[[], np.ndarray]) -> None:
+        """Any microphone message (AudioChunk, audio_common): stamp check, decode, or drop with a warning."""
+        if not self._stamp_ok(header.stamp, self.audio_stamps, "audio chunk"):
             return
         try:
-            samples = decode_chunk(
-                msg.sample_rate, msg.channels, msg.sample_format, msg.data, msg.coding_format, self.audio_limits
-            )
+            samples = decode()
         except AudioDecodeError as e:
             self.bad_chunks += 1
             self.get_logger().warning(
                 f"dropped audio chunk ({self.bad_chunks} so far): {e}", throttle_duration_sec=WARN_THROTTLE_S
             )
             return
-        self._audio_frame = msg.header.frame_id
-        self.engine.submit_audio(to_sec(msg.header.stamp), samples)
+        self._audio_frame = header.frame_id
+        self.engine.submit_audio(to_sec(header.stamp), samples)
 
     def _bad_frame(self, e: Exception) -> None:
         self.bad_frames += 1
@@ -238,6 +257,7 @@ class PerceptionNode(ManagedNode):
                 )
             )
         self.pub_faces.publish(msg)
+        self.conventions.faces(msg.header.stamp, [f.face_id for f in msg.faces])
 
     def _on_voice(self, ev: VoiceEvent) -> None:
         msg = VoiceSegment(
@@ -253,6 +273,7 @@ class PerceptionNode(ManagedNode):
             embedding_model=self.engine.voices.embedding_model if self.engine.voices else "",
         )
         self.pub_voices.publish(msg)
+        self.conventions.voice(msg.header.stamp, ev.voice_id, ev.end)
 
     def _on_match(self, c: MatchCandidate) -> None:
         self.pub_matches.publish(
@@ -266,6 +287,7 @@ class PerceptionNode(ManagedNode):
                 evidence_count=c.evidence_count,
             )
         )
+        self.conventions.match(c.face_id, c.voice_id, c.confidence)
 
     def _on_identities(self, kind: str, stamp: float, idents: list[IdentityState]) -> None:
         msg = IdentityList(header=Header(stamp=to_time(stamp)))

@@ -1,0 +1,139 @@
+"""The perception node's ROS-convention adapters, made in one place: audio_common microphone input
+(audio_input 'audio_common') and REP-155 identity output (publish_hri). Both message packages are
+optional (optional_interfaces); the conversion logic is in audio_common_input and hri_ids.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import Header
+
+from m3_perception.audio_codec import AudioLimits
+from m3_perception.audio_common_input import AudioCommonStream, StreamFormat
+from m3_perception.hri_ids import RecentVoices, valid_id
+from m3_perception.optional_interfaces import hri_messages, import_messages
+
+AUDIO_INPUTS = ("m3", "audio_common")
+WARN_THROTTLE_S = 5.0
+# Latched state topics: a late subscriber gets the current list at once.
+LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
+
+# accept(header, decode): the node's audio intake (stamp check, decode, drop with a warning, submit).
+Accept = Callable[[Header, Callable[[], np.ndarray]], None]
+
+
+class AudioCommonInput:
+    """Subscribes the driver's AudioInfo (latched, as the driver publishes it) and AudioDataStamped."""
+
+    def __init__(self, node: Node, topic: str, info_topic: str, limits: AudioLimits, qos: QoSProfile, accept: Accept):
+        data_type, info_type = import_messages(
+            "audio_common_msgs", ("AudioDataStamped", "AudioInfo"), "audio_input 'audio_common'"
+        )
+        self.node = node
+        self.topic = topic
+        self.accept = accept
+        self.stream = AudioCommonStream(info_topic, limits)
+        self._subscriptions = ((info_type, info_topic, self._on_info, LATCHED), (data_type, topic, self._on_data, qos))
+
+    def go_live(self) -> None:
+        """Subscribe (on activate; the managed node destroys them on deactivate)."""
+        for args in self._subscriptions:
+            self.node.live(self.node.create_subscription(*args))
+
+    def _on_info(self, msg) -> None:
+        fmt = StreamFormat(int(msg.sample_rate), int(msg.channels), msg.sample_format, msg.coding_format)
+        changed = self.stream.set_info(fmt)
+        if self.stream.problem:
+            self.node.get_logger().warning(self.stream.problem, throttle_duration_sec=WARN_THROTTLE_S)
+        elif changed:
+            self.node.get_logger().info(f"audio_common stream on {self.stream.info_topic}: {fmt.describe()}")
+
+    def _on_data(self, msg) -> None:
+        self.accept(msg.header, lambda: self.stream.decode(msg.audio.data))
+
+
+class HriPerceptionOutput:
+    """REP-155: /humans/faces/tracked, /humans/voices/tracked (IdsList) and /humans/candidate_matches
+    (IdsMatch, face <-> voice, what /m3/entity_matches carries)."""
+
+    def __init__(self, node: Node, messages: tuple[type, type], voice_window_s: float, match_depth: int) -> None:
+        self.ids_list, self.ids_match = messages
+        self.pub_faces = node.lifecycle_publisher(self.ids_list, "/humans/faces/tracked", LATCHED)
+        self.pub_voices = node.lifecycle_publisher(self.ids_list, "/humans/voices/tracked", LATCHED)
+        self.pub_matches = node.lifecycle_publisher(
+            self.ids_match, "/humans/candidate_matches", QoSProfile(depth=match_depth)
+        )
+        self.voices = RecentVoices(voice_window_s)
+        self._voices_lock = threading.Lock()  # utterances arrive on the voice worker, time on the node's timer
+
+    def _ids(self, stamp: Time, ids: list[str]):
+        unique = [i for k, i in enumerate(ids) if i and valid_id(i) and i not in ids[:k]]
+        return self.ids_list(header=Header(stamp=stamp), ids=unique)
+
+    def faces(self, stamp: Time, face_ids: list[str]) -> None:
+        self.pub_faces.publish(self._ids(stamp, face_ids))
+
+    def voice(self, stamp: Time, voice_id: str, end_s: float) -> None:
+        with self._voices_lock:
+            self.voices.heard(voice_id, end_s)
+            self.pub_voices.publish(self._ids(stamp, self.voices.ids()))
+
+    def advance(self, stamp: Time, now_s: float) -> None:
+        with self._voices_lock:
+            if self.voices.advance(now_s):
+                self.pub_voices.publish(self._ids(stamp, self.voices.ids()))
+
+    def match(self, face_id: str, voice_id: str, confidence: float) -> None:
+        if valid_id(face_id) and valid_id(voice_id):
+            m = self.ids_match(id1=face_id, id2=voice_id, confidence=float(confidence))
+            m.id1_type, m.id2_type = self.ids_match.FACE, self.ids_match.VOICE
+            self.pub_matches.publish(m)
+
+
+class PerceptionConventions:
+    """What the perception node adds for ROS conventions; every method is a no-op when its part is off."""
+
+    def __init__(self, node: Node, params: dict, limits: AudioLimits, audio_qos: QoSProfile, accept: Accept):
+        if params["audio_input"] not in AUDIO_INPUTS:
+            raise ValueError(f"audio_input must be one of {list(AUDIO_INPUTS)}, got {params['audio_input']!r}")
+        self.audio_common = None
+        if params["audio_input"] == "audio_common":
+            self.audio_common = AudioCommonInput(
+                node, params["audio_common_topic"], params["audio_common_info_topic"], limits, audio_qos, accept
+            )
+        messages = hri_messages(params["publish_hri"])
+        self.hri = HriPerceptionOutput(node, messages, params["hri_voice_window_s"], 100) if messages else None
+
+    def go_live(self) -> None:
+        """The audio_common subscriptions, when that is the microphone input (on activate)."""
+        if self.audio_common:
+            self.audio_common.go_live()
+
+    def describe(self, audio_topic: str) -> str:
+        """The microphone input and whether REP-155 output is on, for the node's start-up line."""
+        audio = f"audio (AudioChunk) {audio_topic}"
+        if self.audio_common:
+            audio = f"audio (audio_common) {self.audio_common.topic}, format from {self.audio_common.stream.info_topic}"
+        return f"{audio}, REP-155 output {'on' if self.hri else 'off'}"
+
+    def faces(self, stamp: Time, face_ids: list[str]) -> None:
+        if self.hri:
+            self.hri.faces(stamp, face_ids)
+
+    def voice(self, stamp: Time, voice_id: str, end_s: float) -> None:
+        if self.hri:
+            self.hri.voice(stamp, voice_id, end_s)
+
+    def advance(self, stamp: Time, now_s: float) -> None:
+        if self.hri:
+            self.hri.advance(stamp, now_s)
+
+    def match(self, face_id: str, voice_id: str, confidence: float) -> None:
+        if self.hri:
+            self.hri.match(face_id, voice_id, confidence)
