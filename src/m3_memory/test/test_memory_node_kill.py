@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import closing
 
 import pytest
 import rclpy
@@ -71,12 +72,9 @@ def test_kill9_while_clips_are_written_leaves_an_intact_prefix(tmp_path, reliabi
         if node.poll() is None:
             node.kill()
             node.wait()
-    store = MemoryStore(str(memory_dir), create=False)
-    try:
+    with closing(MemoryStore(str(memory_dir), create=False)) as store:
         assert store.integrity_check() == []
         export = store.export_json()
-    finally:
-        store.close()
     stored = [c["clip_index"] for c in export["clips"]]
     reliability_counts.lost(len(set(announced) - set(stored)))
     assert stored == list(range(len(stored))), stored  # a prefix: nothing missing in between
