@@ -97,14 +97,20 @@ def _kill_at(command: list[str], moment_s: float) -> str:
     return "".join(err)
 
 
-def test_resume_after_kill9_at_random_moments_knows_the_same_people(episode, tmp_path, reliability_counts):
+@pytest.fixture(scope="module")
+def expected(episode, tmp_path_factory) -> dict:
+    """The people of an uninterrupted replay."""
     bag, params = episode
-    whole = tmp_path / "uninterrupted"
+    whole = tmp_path_factory.mktemp("uninterrupted") / "memory"
     done = subprocess.run(_command(bag, params, whole, True), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    expected = people(whole)
-    assert expected["persons"] >= 3 and {"Alice", "Bob", "Carol"} <= set(expected["names"])
+    found = people(whole)
+    assert found["persons"] >= 3 and {"Alice", "Bob", "Carol"} <= set(found["names"])
+    return found
 
+
+def test_resume_after_kill9_at_random_moments_knows_the_same_people(episode, expected, tmp_path, reliability_counts):
+    bag, params = episode
     duration = bag_info(bag).duration_s
     rng = random.Random(SEED)
     moments = sorted(round(rng.uniform(0.05, 0.95) * duration, 1) for _ in range(MOMENTS))
@@ -124,3 +130,30 @@ def test_resume_after_kill9_at_random_moments_knows_the_same_people(episode, tmp
     assert "no usable perception snapshot" not in last.stderr
     assert json.loads(last.stdout.splitlines()[-1])["snapshot_clip"] >= 0  # the last run resumed from a snapshot
     assert not any(snapshot_missing), snapshot_missing  # and so did every run before it
+
+
+def test_unusable_snapshots_are_named_and_the_replay_starts_over_with_the_same_people(
+    episode, expected, tmp_path, reliability_counts
+):
+    """Snapshots that are damaged or were made with other parameters are not used: each is named in
+    a warning, and with none left the replay reads the recording from its start with cold perception,
+    storing only the missing clips (never new identities for known people)."""
+    bag, params = episode
+    memory = tmp_path / "memory"
+    _kill_at(_command(bag, params, memory, False), 0.6 * bag_info(bag).duration_s)
+    snapshots = sorted((memory / "replay_snapshots").glob("clip_*.npz"))
+    assert snapshots
+    for k, path in enumerate(snapshots):
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2] if k % 2 == 0 else b"not a snapshot")
+    reliability_counts.tried(len(snapshots))
+    done = subprocess.run(_command(bag, params, memory, True), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.splitlines()[-1])
+    candidates = [p for p in snapshots if int(p.stem.split("_")[1]) <= report["resumed_from_clip"]]
+    assert candidates, "no snapshot at or before the first missing clip was tried"
+    for path in candidates:  # each one a resume could use is named, newest first, then the start
+        assert f"perception snapshot {path} is not usable" in done.stderr, done.stderr[-3000:]
+    assert "no usable perception snapshot for clip" in done.stderr
+    assert (report["snapshot_clip"], report["resumed_at_s"]) == (-1, 0.0)
+    assert people(memory) == expected
