@@ -15,7 +15,7 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from m3_agent.recording.player import BagPlayer, PlaybackOptions
+from m3_agent.recording.player import BagPlayer, PlaybackOptions, spinning
 
 SETTLE_S = 8.0  # no perception output for this long after playback: the nodes have caught up
 
@@ -69,9 +69,8 @@ def ros():
     node = Node("bag_test_client")
     executor = MultiThreadedExecutor()
     executor.add_node(node)
-    thread = threading.Thread(target=executor.spin, daemon=True)
-    thread.start()
-    yield node
+    with spinning(executor):  # joined before teardown: a thread inside spin() at exit aborts pytest (134)
+        yield node
     executor.shutdown()
     node.destroy_node()
     rclpy.try_shutdown()

@@ -10,6 +10,7 @@ the recording is read again from the first clip that is missing.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -21,10 +22,15 @@ import yaml
 
 from m3_agent.recording.bag_reader import ReadStatus, bag_info, iter_deserialized
 from m3_agent.recording.typestore import AUDIO_CHUNK, COMPRESSED_IMAGE
+from m3_agent.replay_state import Snapshots, fingerprint
+from m3_agent.replay_state import capture as capture_snapshot
+from m3_agent.replay_state import restore as restore_snapshot
+from m3_perception.identity_state import StateError
 
 RAW_IMAGE = "sensor_msgs/msg/Image"
 STATE_FILE = "replay.json"
 NS = 1_000_000_000
+log = logging.getLogger("m3_agent.replay")
 
 
 def node_parameters(params_file: str | Path, node: str, defaults: dict) -> dict:
@@ -59,6 +65,8 @@ class ReplayReport:
     read_until_s: float = 0.0  # stream time of the last message read, from the recording's start
     bag_truncated: bool = False  # the recording is damaged: only the part before the damage was replayed
     bag_problem: str = ""  # what is wrong with the recording ("" = nothing)
+    resumed_at_s: float = 0.0  # stream time this run read from: a perception snapshot's, or 0 (the start)
+    snapshot_clip: int = -1  # the clip whose perception snapshot this run resumed from (-1: none, cold start)
 
 
 def _pick_topic(topics: dict[str, tuple[str, int]], types: tuple[str, ...], wanted: str) -> str | None:
@@ -101,21 +109,49 @@ class Replayer:
         self.voices.close()
         self.memory.close()
 
-    def _state(self, bag: Path, start_ns: int) -> tuple[int, float]:
-        """(first clip index for this bag, seconds of the bag to skip) — resuming the same bag."""
-        clip_s = float(self.memory_params["clip_seconds"])
+    def _state(self, bag: Path, start_ns: int) -> tuple[int, int]:
+        """(first clip index for this bag, first clip the memory lacks) — resuming the same bag."""
         state_path = self.memory_dir / STATE_FILE
         next_index = self.memory.next_clip_index
         if state_path.exists():
             state = json.loads(state_path.read_text())
             if state.get("bag") == str(bag) and state.get("bag_start_ns") == start_ns:
-                first = int(state["first_clip_index"])
-                return first, max(0.0, (next_index - first) * clip_s)
+                return int(state["first_clip_index"]), next_index
+        Snapshots(self.memory_dir, {}).clear()  # another recording's: of no use to this one
         state = {"bag": str(bag), "bag_start_ns": start_ns, "first_clip_index": next_index}
         tmp = state_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(state))
         os.replace(tmp, state_path)  # atomic: a kill never leaves a torn state file
-        return next_index, 0.0
+        return next_index, next_index
+
+    def _fingerprint(self, bag: Path, start_ns: int, first_index: int) -> dict:
+        m = self.memory_params
+        windows = {k: m[k] for k in ("clip_seconds", "clip_close_delay", "max_stamp_jump_s")}
+        return fingerprint(bag, start_ns, first_index, {"perception": self.perception_params, "windows": windows})
+
+    def _resume(self, snapshots: Snapshots, next_index: int, fresh: Callable[[], tuple]) -> tuple:
+        """(windows, stamp guards, last frame's stamp, position, snapshot label or None) to go on from:
+        the newest usable snapshot at or before clip `next_index`, else the recording's start."""
+        for label, meta, arrays in snapshots.candidates(next_index):
+            windows, stamps = fresh()
+            try:
+                last_frame_s, position = restore_snapshot(
+                    meta, arrays, (self.faces, self.voices, self.matcher), windows, stamps
+                )
+            except StateError as error:
+                log.warning(
+                    "perception snapshot %s is not usable, trying an older one: %s", snapshots.path(label), error
+                )
+                continue
+            return windows, stamps, last_frame_s, position, label
+        log.warning(
+            "no usable perception snapshot for clip %d in %s: replaying the recording from its start so that "
+            "perception knows the same people (clips before %d are kept and not stored again)",
+            next_index,
+            snapshots.dir,
+            next_index,
+        )
+        return (*fresh(), None, {"offset_ns": 0, "skip": 0, "at_end": False}, None)
 
     def run(self, bag: str | Path, progress: Callable[[float, float], None] | None = None) -> ReplayReport:
         from m3_memory.assembly import clip_ingester, clip_windows
@@ -132,22 +168,44 @@ class Replayer:
         audio_topic = _pick_topic(info.topics, (AUDIO_CHUNK,), p["audio_topic"])
         if image_topic is None and audio_topic is None:
             raise ValueError(f"{bag} has no camera or AudioChunk topic I can choose; it has {sorted(info.topics)}")
-        first_index, skip_s = self._state(bag, info.start_ns)
-        windows = clip_windows(self.memory_params, first_index, origin_ns=info.start_ns)
-        # The perception node's input checks: stamps per input, then bounded decoding.
-        stamps = {topic: StampGuard(p["max_stamp_jump_s"]) for topic in (image_topic, audio_topic) if topic}
+        first_index, next_index = self._state(bag, info.start_ns)
         audio_limits = AudioLimits(p["audio_sample_rate_min"], p["audio_sample_rate_max"], p["max_audio_chunk_s"])
         min_gap_s = 1.0 / p["face_rate_hz"]
         counts = {"frames": 0, "faces": 0, "utterances": 0, "matches": 0, "clips": 0}
         status = ReadStatus()
-        last_frame_s: float | None = None
+        snapshots = Snapshots(self.memory_dir, self._fingerprint(bag, info.start_ns, first_index))
+
+        def fresh() -> tuple:
+            # The perception node's input checks: stamps per input, then bounded decoding.
+            guards = {topic: StampGuard(p["max_stamp_jump_s"]) for topic in (image_topic, audio_topic) if topic}
+            return clip_windows(self.memory_params, first_index, origin_ns=info.start_ns), guards
+
+        if next_index > first_index:
+            windows, stamps, last_frame_s, position, resumed_label = self._resume(snapshots, next_index, fresh)
+        else:
+            windows, stamps = fresh()
+            last_frame_s, position, resumed_label = None, {"offset_ns": 0, "skip": 0, "at_end": False}, None
+        clip_ns = windows.clip_ns
+        next_label = first_index if resumed_label is None else resumed_label + 1  # the next snapshot's clip
+        closed_max = [next_index - 1]  # highest clip index closed so far (stored, or given to the ingester)
+
+        def snapshot(label: int, where: dict) -> None:
+            """Save the state before clip `label`'s window, when nothing of that clip exists yet."""
+            opened = windows.checkpoint()["open"]
+            if closed_max[0] >= label or (opened is not None and opened[0] >= label):
+                return  # the stream's stamps run ahead of the recording's: this point is no clip start
+            pipelines = (self.faces, self.voices, self.matcher)
+            snapshots.save(label, *capture_snapshot(pipelines, windows, stamps, last_frame_s, where))
+            snapshots.prune(self.memory.next_clip_index)
 
         # Memorization runs beside perception on the ingester's thread, clips in order.
         ingester = clip_ingester(self.memory_params, self.memory)
 
         def store(clips) -> None:
             for clip in clips:
-                ingester.submit(clip)
+                closed_max[0] = max(closed_max[0], clip.clip_index)
+                if clip.clip_index >= next_index:  # earlier ones are stored already (a resume re-reads them)
+                    ingester.submit(clip)
 
         def add(item) -> None:
             try:
@@ -191,9 +249,20 @@ class Replayer:
 
         started = time.perf_counter()
         topics = [t for t in (image_topic, audio_topic) if t]
+        offset_s = position["offset_ns"] / NS
+        messages = [] if position["at_end"] else iter_deserialized(bag, topics, offset_s, status, position["skip"])
         try:
-            for message, msg in iter_deserialized(bag, topics, skip_s, status):
+            for message, msg in messages:
                 stamp_s = (message.timestamp_ns - info.start_ns) / NS
+                label = first_index + (message.timestamp_ns - info.start_ns) // clip_ns
+                if label >= next_label:
+                    # A damaged recording is read in file order, not by time: its position is a count.
+                    if status.problem:
+                        where = {"offset_ns": round(offset_s * NS), "skip": status.messages_read - 1, "at_end": False}
+                    else:
+                        where = {"offset_ns": message.timestamp_ns - info.start_ns, "skip": 0, "at_end": False}
+                    snapshot(label, where)
+                    next_label = label + 1
                 header_s = msg.header.stamp.sec + msg.header.stamp.nanosec / NS
                 try:
                     if stamps[message.topic].admit(header_ns(msg.header.stamp.sec, msg.header.stamp.nanosec)):
@@ -241,6 +310,8 @@ class Replayer:
                     progress(stamp_s, info.duration_s)
             on_voice_events(self.voices.flush())
             store(windows.flush())
+            if not position["at_end"]:
+                snapshot(closed_max[0] + 1, {"offset_ns": 0, "skip": 0, "at_end": True})  # a re-run reads nothing
         except BaseException:
             ingester.abandon()  # clips not stored yet are redone when the replay resumes
             raise
@@ -249,11 +320,13 @@ class Replayer:
         wall = time.perf_counter() - started
         counts["clips"] = stats.stored
         summary = stats.summary()
-        stream = max(0.0, info.duration_s - skip_s)
+        snapshots.prune(self.memory.next_clip_index)
+        resumed_at_s = info.duration_s if position["at_end"] else offset_s
+        stream = max(0.0, info.duration_s - resumed_at_s)
         return ReplayReport(
             str(bag),
             str(self.memory_dir),
-            first_index + int(skip_s // self.memory_params["clip_seconds"]),
+            next_index,
             round(stream, 3),
             round(wall, 3),
             round(stream / wall, 3) if wall > 0 else 0.0,
@@ -267,6 +340,8 @@ class Replayer:
             summary["memorize_s_per_clip"],
             round(time.perf_counter() - perceived, 3),
             read_until_s=round(max(0, status.read_until_ns - info.start_ns) / NS, 3),
+            resumed_at_s=round(resumed_at_s, 3),
+            snapshot_clip=-1 if resumed_label is None else resumed_label,
             **status.summary(),
         )
 

@@ -54,3 +54,22 @@ def test_summary_counts_each_label_and_resume_skips_torn_lines(tmp_path):
     assert list(summary["by_type"]) == ["Multi-Hop Reasoning", "Person Understanding"]  # the paper's order
     table = report.format_table(summary)
     assert table.splitlines()[-1].split() == ["All", "2", "50.0%"]
+
+
+def test_eval_session_joins_its_spin_thread_before_teardown(tmp_path):
+    """`m3 eval` spun its executor on a daemon thread that nobody joined: a thread still inside
+    executor.spin() when the interpreter exits aborts the process (exit 134, as `m3 play` did; a
+    race, too rare to catch by running the command). The session's threads must be ones the
+    interpreter waits for (not daemons), and none may still run once the session is closed."""
+    import threading
+
+    from m3_agent.bringup import default_params_file
+    from m3_agent.evaluation.runner import SuiteSession
+
+    before = set(threading.enumerate())
+    session = SuiteSession(tmp_path / "memory", default_params_file())
+    spinners = [t for t in threading.enumerate() if t not in before and "spin" in t.name]
+    session.close()
+    assert spinners, "the session spins its executor on a thread of its own"
+    assert [t.name for t in spinners if t.daemon] == []
+    assert [t.name for t in spinners if t.is_alive()] == []

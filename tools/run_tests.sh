@@ -12,6 +12,7 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE=${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}
 ruff check --quiet . || exit 1
 
 passed=0 failed=0 skipped=0 status=0
+r_tests=0 r_tried=0 r_crashes=0 r_lost=0  # the reliability suite's line of each directory (conftest.py), summed
 log=$(mktemp)
 for dir in ${M3_TEST_DIRS:-test src/m3_perception/test src/m3_memory/test src/m3_control/test bag_tests}; do
   echo "=== $dir"
@@ -26,8 +27,13 @@ for dir in ${M3_TEST_DIRS:-test src/m3_perception/test src/m3_memory/test src/m3
   done
   errors=$(grep -oE "[0-9]+ errors?" <<<"$summary" | grep -oE "[0-9]+" || echo 0)
   failed=$((failed + ${errors:-0}))
+  if line=$(grep -E "^reliability suite: " "$log" | tail -n 1); then
+    read -r t i c l <<<"$(grep -oE "[0-9]+" <<<"$line" | tr '\n' ' ')"
+    r_tests=$((r_tests + t)) r_tried=$((r_tried + i)) r_crashes=$((r_crashes + c)) r_lost=$((r_lost + l))
+  fi
 done
 rm -f "$log"
 echo "tests: $passed passed, $failed failed, $skipped skipped"
+echo "reliability suite: $r_tests tests, $r_tried inputs tried, $r_crashes crashes, $r_lost lost"
 [ "$passed" -gt 0 ] || { echo "no test ran" >&2; exit 1; }
 exit "$status"

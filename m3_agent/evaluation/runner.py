@@ -35,6 +35,7 @@ class SuiteSession:
         from rclpy.node import Node
 
         from m3_agent import bringup
+        from m3_agent.recording.player import spinning
         from m3_interfaces.action import Instruct
 
         overrides = {node: dict(values) for node, values in (overrides or {}).items()}
@@ -48,13 +49,11 @@ class SuiteSession:
                 raise RuntimeError(nodes[0].store_error)
             client_node = Node("m3_eval_client")
 
-            def stop_client() -> None:  # before the suite's own teardown: stop spinning, then destroy
-                executor.shutdown()
-                client_node.destroy_node()
-
-            self._stack.callback(stop_client)
+            self._stack.callback(client_node.destroy_node)
             executor.add_node(client_node)
-            threading.Thread(target=executor.spin, daemon=True).start()
+            # Spun in short steps on a thread joined at close, before the node and the context go: a
+            # daemon thread still inside executor.spin() at interpreter exit aborts the process (exit 134).
+            self._stack.enter_context(spinning(executor))
             self._client = ActionClient(client_node, Instruct, action)
             self._goal_type = Instruct.Goal
             if not self._client.wait_for_server(timeout_sec=30.0):

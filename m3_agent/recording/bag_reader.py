@@ -218,13 +218,17 @@ def iter_deserialized(
     topics: list[str] | None = None,
     start_offset_s: float = 0.0,
     status: ReadStatus | None = None,
+    skip_messages: int = 0,
 ) -> Iterator[tuple[RawMessage, object | None]]:
     """(raw message, rosbags dataclass) pairs; a message whose CDR does not deserialize is skipped
     and counted in `status` (a subscriber could not use it either). A type the type store does not
-    know cannot be checked: its messages come with None."""
+    know cannot be checked: its messages come with None. `skip_messages`: the first that many
+    messages after the offset are passed over unread (a resumed replay's position)."""
     status = status if status is not None else ReadStatus()
     store = m3_typestore()
-    for message in iter_messages(path, topics, start_offset_s, status):
+    for position, message in enumerate(iter_messages(path, topics, start_offset_s, status)):
+        if position < skip_messages:
+            continue
         decoded = None
         if message.msgtype in store.types:
             try:

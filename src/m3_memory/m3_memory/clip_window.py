@@ -47,6 +47,7 @@ class ClipWindows:
         self._window = 0
         self.last_stamp_ns = 0  # newest evidence stamp (lets the node tell live streams from replays)
         self.stamps = StampGuard(max_jump_s)
+        self._stub = False  # the open window was restored without its evidence (see restore)
 
     def _window_of(self, stamp_ns: int) -> int:
         return max(0, (stamp_ns - self._origin) // self.clip_ns)
@@ -103,10 +104,35 @@ class ClipWindows:
     def flush(self) -> list[ClipEvidence]:
         """Close the open window now (shutdown); returns it when it holds evidence."""
         clip, self._open = self._open, None
-        if clip is None or clip.is_empty():
+        stub, self._stub = self._stub, False
+        if clip is None or (clip.is_empty() and not stub):
             return []
         self._window += 1
-        return [clip]
+        return [] if clip.is_empty() else [clip]
+
+    def checkpoint(self) -> dict:
+        """Where the windows are, as JSON-able data, without the open window's evidence: a resumed
+        replay restores it at a point where that window's clip is already stored (m3_agent.replay)."""
+        clip = self._open
+        return {
+            "first_index": self.first_index,
+            "origin": self._origin,
+            "window": self._window,
+            "last_stamp_ns": self.last_stamp_ns,
+            "stamps": self.stamps.state(),
+            "open": None if clip is None else [clip.clip_index, clip.start_ns, clip.end_ns],
+        }
+
+    def restore(self, state: dict) -> None:
+        """Continue from a checkpoint. The open window comes back empty (its clip is stored already)
+        but closes as it would have, so the windows after it get the same indices."""
+        origin, opened = state["origin"], state["open"]
+        self.first_index, self._window = int(state["first_index"]), int(state["window"])
+        self._origin = None if origin is None else int(origin)
+        self.last_stamp_ns = int(state["last_stamp_ns"])
+        self.stamps.restore(state["stamps"])
+        self._open = None if opened is None else ClipEvidence(*(int(v) for v in opened))
+        self._stub = opened is not None
 
     def _admit(self, start_ns: int, end_ns: int) -> list[ClipEvidence]:
         """Check the stamps; when the stream moved to a new time, close the open window and restart

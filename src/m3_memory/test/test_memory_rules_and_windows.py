@@ -255,3 +255,35 @@ def test_windows_restart_where_the_stream_moved_for_good():
     closed = windows.add(face("face_1", wall + 40))
     assert [(c.clip_index, c.start_ns // S) for c in closed] == [(5, wall + 2)]
     assert [c.clip_index for c in windows.flush()] == [6]
+
+
+JUMP = [face("face_2", 5000.0 + k) for k in range(4)] + [face("face_2", 5012.0)]  # taken once 3 stamps agree
+AFTER_STORED = [face("face_1", 112.0), voice("voice_1", 109.0, 113.0, "late"), face("face_1", 125.0), *JUMP]
+
+
+@pytest.mark.parametrize(("later", "indices"), [(AFTER_STORED, [3, 4, 5, 6]), (JUMP, [3, 4])])
+def test_restored_windows_close_and_number_the_clips_like_the_originals(later, indices):
+    """A resumed replay restores the windows at a clip start: the open window comes back without its
+    evidence (its clip is stored) yet closes as it would have, so later clips keep their indices and
+    contents, also when the stream's time restarts while that window is open (indices continue)."""
+    original = ClipWindows(clip_seconds=10, first_index=3, close_delay_s=1, origin_ns=100 * S, max_jump_s=600)
+    original.add(face("face_1", 100.0))
+    original.add(face("face_1", 110.5))  # window 3 still open (close delay) when window 4 starts
+    restored = ClipWindows(clip_seconds=10, first_index=0, close_delay_s=1, origin_ns=0, max_jump_s=600)
+    restored.restore(original.checkpoint())
+
+    def run(windows: ClipWindows) -> list[tuple]:
+        closed = []
+        for item in later:
+            try:
+                closed += windows.add(item)
+            except StampRejected:
+                pass
+        closed += windows.flush()
+        return [
+            (c.clip_index, c.start_ns, [f.face_id for f in c.faces], [v.transcript for v in c.voices]) for c in closed
+        ]
+
+    expected, got = run(original), run(restored)
+    assert [c[0] for c in expected] == indices, expected
+    assert got == expected[1:]  # the same clips after the stored one, by index, window and content

@@ -51,6 +51,15 @@ class StampGuard:
             self.rejected += 1
             raise
 
+    def state(self) -> dict:
+        """The guard's state as JSON-able data (a resumed replay continues with it)."""
+        return {"newest_ns": self.newest_ns, "run": list(self._run), "rejected": self.rejected}
+
+    def restore(self, state: dict) -> None:
+        newest = state["newest_ns"]
+        self.newest_ns = None if newest is None else int(newest)
+        self._run, self.rejected = [int(s) for s in state["run"]], int(state["rejected"])
+
     def _admit(self, start_ns: int, end_ns: int) -> bool:
         if end_ns < start_ns:
             raise StampRejected(f"ends {(start_ns - end_ns) / NS:.3f} s before it starts ({start_ns / NS:.3f} s)")
