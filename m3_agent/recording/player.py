@@ -93,6 +93,14 @@ class PlaybackOptions:
             raise ValueError("keep-up lead and timeout must be > 0")
 
 
+def stream_stamp_ns(msg, recorded_ns: int) -> int:
+    """A message's header stamp (the stream time a consumer reports progress in), else its log time."""
+    header = getattr(msg, "header", None)
+    if header is None:
+        return recorded_ns
+    return int(header.stamp.sec) * 1_000_000_000 + int(header.stamp.nanosec)
+
+
 class BagPlayer:
     """Publishes one recording through `node`; call play() from any thread."""
 
@@ -123,10 +131,13 @@ class BagPlayer:
             self._progress_ns = max(self._progress_ns, message.clock.sec * 1_000_000_000 + message.clock.nanosec)
             self._progress.notify_all()
 
-    def _keep_up(self, stamp_ns: int, first_ns: int, should_stop: Callable[[], bool]) -> bool:
-        """Block until the consumer has processed up to stamp - lead (the first lead is free);
+    def _keep_up(self, stamp_ns: int, first_ns: int, sent: dict[str, int], should_stop: Callable[[], bool]) -> bool:
+        """Block until the consumer has processed up to stamp - lead (the first lead is free), but
+        never past the last message sent on any topic (`sent`, header stamps: what the consumer's
+        progress counts in): a consumer holds its progress at each stream's last input, and a stream
+        that stopped early must not stall the rest.
         False when told to stop meanwhile (Ctrl-C)."""
-        needed = stamp_ns - round(self._options.keep_up_lead_s * 1e9)
+        needed = min(stamp_ns - round(self._options.keep_up_lead_s * 1e9), *sent.values())
         deadline = time.monotonic() + self._options.keep_up_timeout_s
         with self._progress:
             while max(self._progress_ns, first_ns) < needed:
@@ -153,11 +164,12 @@ class BagPlayer:
         """Publish the recording (paced, with /clock); the number of messages published."""
         self._wait_for_subscribers()
         wall_start = first_ns = None
+        sent: dict[str, int] = {}  # topic -> header stamp of the last message published on it
         topics, offset = self._options.topics, self._options.start_offset_s
-        for message, _ in iter_deserialized(self._bag, topics, offset, self.status):  # checked, sent raw
+        for message, msg in iter_deserialized(self._bag, topics, offset, self.status):  # checked, sent raw
             if first_ns is None:
                 wall_start, first_ns = time.monotonic(), message.timestamp_ns
-            if self._options.keep_up_topic and not self._keep_up(message.timestamp_ns, first_ns, should_stop):
+            if self._options.keep_up_topic and not self._keep_up(message.timestamp_ns, first_ns, sent, should_stop):
                 break
             if self._options.rate > 0:
                 due = wall_start + (message.timestamp_ns - first_ns) / 1e9 / self._options.rate
@@ -171,5 +183,6 @@ class BagPlayer:
                 clock.clock.sec, clock.clock.nanosec = divmod(message.timestamp_ns, 1_000_000_000)
                 self._clock.publish(clock)
             self._publishers[message.topic].publish(message.data)
+            sent[message.topic] = stream_stamp_ns(msg, message.timestamp_ns)
             self.published += 1
         return self.published

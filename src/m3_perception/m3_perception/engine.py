@@ -67,7 +67,9 @@ class PerceptionEngine:
         self._frame_ready = threading.Condition(self._lock)
         self._last_frame_stamp: float | None = None
         # Stream time reached by the input and by each worker (for players that pace on progress).
-        self._input_until = float("-inf")
+        # Per input stream (faces, voices): the stamp its input has reached (frames: last frame
+        # received, processed or discarded; audio: end of the last chunk queued).
+        self._input_until = [float("-inf"), float("-inf")]
         self._faces_until = float("-inf")
         self._voices_until = float("-inf")
         self._audio: collections.deque[tuple[float, np.ndarray]] = collections.deque()
@@ -104,14 +106,14 @@ class PerceptionEngine:
         still being decoded, and that frame would replace it in the slot.
         """
         with self._lock:
-            self._input_until = max(self._input_until, stamp)
+            self._input_until[0] = max(self._input_until[0], stamp)
 
     def submit_frame(self, stamp: float, rgb: np.ndarray) -> None:
         with self._frame_ready:
             if self._frame_slot is not None:
                 self.stats.frames_dropped += 1
             self._frame_slot = (stamp, rgb)
-            self._input_until = max(self._input_until, stamp)
+            self._input_until[0] = max(self._input_until[0], stamp)
             self._frame_ready.notify()
 
     def submit_audio(self, stamp: float, samples: np.ndarray) -> None:
@@ -125,21 +127,30 @@ class PerceptionEngine:
                 self.stats.audio_dropped_s += len(old) / 16000
             self._audio_ready.notify()
         with self._lock:  # after the chunk is queued: processed_until never sees input it has not queued
-            self._input_until = max(self._input_until, stamp + len(samples) / 16000)
+            self._input_until[1] = max(self._input_until[1], stamp + len(samples) / 16000)
 
     def processed_until(self) -> float:
         """Stream time up to which every input received has been processed (-inf before any input).
 
-        A stream with nothing waiting does not hold the others back; this is what a bag player
-        paces on to go as fast as perception keeps up without dropping anything.
+        Each stream that has had input bounds it: a busy stream at what it has processed, an idle
+        one at the input it has received. An idle stream is not taken to be as far as the other: a
+        frame still in transit (or not yet taken by the executor) while later audio is processed
+        would then let a bag player send the next frame, and that frame would replace it in the
+        slot. A player pacing on this (`m3 play --keep-up`) never asks for more than the last
+        message it sent on each topic, so a stream that stops (a camera unplugged) holds nobody up.
         """
-        with self._lock:  # the input first: whatever it covers is already queued or being processed
-            input_until = self._input_until
+        with self._lock:  # the inputs first: whatever they cover is already queued or being processed
+            inputs = list(self._input_until)
             faces_waiting = self._frame_slot is not None or self._busy[0]
         with self._audio_ready:
             voices_waiting = bool(self._audio) or self._busy[1]
-        waiting = [t for t, busy in ((self._faces_until, faces_waiting), (self._voices_until, voices_waiting)) if busy]
-        return min(waiting) if waiting else input_until
+        processed = (self._faces_until, self._voices_until)
+        bounds = [
+            done if waiting else received
+            for done, received, waiting in zip(processed, inputs, (faces_waiting, voices_waiting), strict=True)
+            if received > float("-inf")
+        ]
+        return min(bounds) if bounds else float("-inf")
 
     def frame_pending(self) -> bool:
         """True while a submitted frame waits for the face worker (a lossless feeder waits on it)."""

@@ -120,3 +120,28 @@ def test_progress_never_covers_a_frame_still_being_decoded() -> None:
         assert faces.stamps == [10.0, 10.4]
     finally:
         eng.close()
+
+
+def test_an_idle_stream_holds_progress_at_its_own_last_input() -> None:
+    """Audio processed past the last frame does not carry the frames along: the next frame may be
+    in transit (or waiting for the executor) while later audio is processed, and a player told
+    "processed until" the audio's end would send the frame after it, which would replace it."""
+    gate = threading.Event()
+    gate.set()
+    faces = SlowFaces(gate)
+    eng = _engine(faces, [])
+    img = np.zeros((4, 4, 3), np.uint8)
+    try:
+        assert eng.processed_until() == float("-inf")
+        assert eng.frame_wanted(1.0)
+        eng.submit_frame(1.0, img)
+        _wait_idle(eng)
+        eng.submit_audio(1.0, np.zeros(3200, np.float32))  # 1.0 .. 1.2 s: no voice pipeline, done at once
+        _wait_idle(eng)
+        assert eng.processed_until() == 1.0  # not 1.2: the frames have reached 1.0 only
+        assert eng.frame_wanted(1.2)
+        eng.submit_frame(1.2, img)
+        _wait_idle(eng)
+        assert eng.processed_until() == 1.2
+    finally:
+        eng.close()
