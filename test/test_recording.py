@@ -14,7 +14,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosbags.rosbag2 import Reader
 
 from m3_agent.recording.bag_reader import bag_info, deserialize, iter_messages
-from m3_agent.recording.player import BagPlayer, PlaybackOptions, parse_remaps
+from m3_agent.recording.player import BagPlayer, PlaybackOptions, keep_up_target, parse_remaps, stream_stamp_ns
 from m3_agent.recording.video2bag import ConversionOptions, convert
 from m3_agent.recording.video_writer import write_video
 
@@ -147,3 +147,21 @@ def test_player_publishes_every_message_with_clock_and_remaps(bag):
         executor.shutdown()
     finally:
         rclpy.try_shutdown()
+
+
+def test_keep_up_never_waits_past_what_was_sent_on_a_topic():
+    """Lead first; then no further than the last message sent on each topic (a consumer holds its
+    progress at a stream's last input, so waiting beyond it would stall forever)."""
+    s = 1_000_000_000
+    assert keep_up_target(10 * s, 0.25, {}) == 10 * s - s // 4
+    assert keep_up_target(10 * s, 0.25, {"/camera": 10 * s, "/audio": 9_900_000_000}) == 9_750_000_000
+    assert keep_up_target(10 * s, 0.25, {"/camera": 2 * s, "/audio": 9_900_000_000}) == 2 * s  # camera stopped
+
+
+def test_progress_is_counted_in_header_stamps():
+    from m3_agent.recording.typestore import m3_typestore
+
+    store = m3_typestore()
+    header = store.types["std_msgs/msg/Header"](store.types["builtin_interfaces/msg/Time"](sec=3, nanosec=5), "cam")
+    assert stream_stamp_ns(type("Msg", (), {"header": header})(), 42) == 3_000_000_005
+    assert stream_stamp_ns(None, 42) == 42  # a type the store does not know: its log time

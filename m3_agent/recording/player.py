@@ -93,6 +93,11 @@ class PlaybackOptions:
             raise ValueError("keep-up lead and timeout must be > 0")
 
 
+def keep_up_target(stamp_ns: int, lead_s: float, sent: dict[str, int]) -> int:
+    """The consumer progress [ns] to wait for before sending a message recorded at stamp_ns."""
+    return min([stamp_ns - round(lead_s * 1e9), *sent.values()])
+
+
 def stream_stamp_ns(msg, recorded_ns: int) -> int:
     """A message's header stamp (the stream time a consumer reports progress in), else its log time."""
     header = getattr(msg, "header", None)
@@ -137,7 +142,7 @@ class BagPlayer:
         progress counts in): a consumer holds its progress at each stream's last input, and a stream
         that stopped early must not stall the rest.
         False when told to stop meanwhile (Ctrl-C)."""
-        needed = min(stamp_ns - round(self._options.keep_up_lead_s * 1e9), *sent.values())
+        needed = keep_up_target(stamp_ns, self._options.keep_up_lead_s, sent)
         deadline = time.monotonic() + self._options.keep_up_timeout_s
         with self._progress:
             while max(self._progress_ns, first_ns) < needed:
