@@ -1,12 +1,19 @@
-"""Shared fixtures: one real MiniLM embedder per test session (loading it takes seconds)."""
+"""Shared fixtures: one real MiniLM embedder per test session (loading it takes seconds), and one
+Milvus Lite server per session for the tests parametrised over both back-ends."""
 
 from __future__ import annotations
 
 import pytest
+from memory_backends import open_memory
 
 from m3_memory.embedder import TextEmbedder
-from m3_memory.graph import GraphConfig
-from m3_memory.memory import Memory
+from m3_memory.milvus_server import MilvusLiteServer
+
+
+def pytest_generate_tests(metafunc) -> None:
+    """A module lists its back-ends in BACKENDS (default: the SQLite store only)."""
+    if "backend_name" in metafunc.fixturenames:
+        metafunc.parametrize("backend_name", getattr(metafunc.module, "BACKENDS", ("sqlite",)))
 
 
 @pytest.fixture(scope="session")
@@ -14,8 +21,17 @@ def embedder() -> TextEmbedder:
     return TextEmbedder()
 
 
+@pytest.fixture(scope="session")
+def milvus_server(tmp_path_factory):
+    """A `milvus-lite server` process on a free localhost port, for the whole session."""
+    server = MilvusLiteServer(str(tmp_path_factory.mktemp("milvus") / "data")).start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture
-def memory(tmp_path, embedder):
-    mem = Memory.open(str(tmp_path / "mem"), embedder, GraphConfig())
+def memory(request, tmp_path, embedder, backend_name):
+    server = request.getfixturevalue("milvus_server") if backend_name == "milvus" else None
+    mem = open_memory(backend_name, str(tmp_path / "mem"), embedder, server)
     yield mem
     mem.close()
