@@ -66,8 +66,9 @@ class StoreWriter(Protocol):
 
     def put_match(self, id1: str, id2: str, confidence: float, count: int, clip_index: int, stamp_ns: int) -> None: ...
 
-    def merge_person(self, gone: str, keep: str, clip_index: int) -> None:
-        """gone is deleted and becomes an alias of keep; its aliases and members now point at keep."""
+    def merge_person(self, gone: str, keep: str, clip_index: int, aliases: list[str], members: list[EntityRecord]):
+        """gone is deleted and becomes an alias of keep; its former aliases (old ids) and its members
+        (records already pointing at keep) are given so a back-end need not look them up."""
 
     def add_text_nodes(self, nodes: list[TextNode], vectors: np.ndarray) -> None:
         """New memories (row i of vectors is nodes[i]'s embedding) with their entity edges."""

@@ -149,14 +149,14 @@ class PeopleMixin:
         """The older person survives (ids never change once published); the other becomes an alias."""
         keep, gone = sorted((pa, pb), key=seq_of)
         survivor, loser = self.entities[keep], self.entities.pop(gone)
-        writer.merge_person(gone, keep, clip_index)
-        for old, new in list(self.aliases.items()):
-            if new == gone:
-                self.aliases[old] = keep
+        moved_aliases = [old for old, new in self.aliases.items() if new == gone]
+        for old in moved_aliases:
+            self.aliases[old] = keep
         self.aliases[gone] = keep
-        for record in self.entities.values():
-            if record.person_id == gone:
-                record.person_id = keep
+        members = [record for record in self.entities.values() if record.person_id == gone]
+        for record in members:
+            record.person_id = keep
+        writer.merge_person(gone, keep, clip_index, moved_aliases, members)
         for name, votes in loser.name_votes.items():
             survivor.name_votes[name] = survivor.name_votes.get(name, 0) + votes
         survivor.name = self._winning_name(survivor)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +27,7 @@ import numpy as np
 
 from m3_memory.backend import Snapshot
 from m3_memory.errors import StoreError
+from m3_memory.milvus_spool import ClipSpool
 from m3_memory.records import EntityRecord, TextNode
 
 PLACEHOLDER = [1.0, 0.0]  # the records collection's vector (Milvus requires one per collection)
@@ -43,6 +45,9 @@ class MilvusConfig:
     index_type: str = "HNSW"
     index_params: str = '{"M": 16, "efConstruction": 200}'
     search_params: str = '{"ef": 128}'
+    spool_dir: str = ""  # clips waiting for an unreachable server ("" = ~/.m3/milvus_spool/<prefix>/<robot_id>)
+    spool_max_mb: float = 256.0
+    timeout_s: int = 5  # one Milvus call; then the clip goes to the spool
 
 
 def _vec_to_b64(vectors: list[np.ndarray]) -> str:
@@ -119,18 +124,14 @@ class MilvusWriter:
         data = {"id1": id1, "id2": id2, "confidence": confidence, "count": count, "clip": clip_index, "stamp": stamp_ns}
         self._put("evidence", f"{id1}|{id2}", data)
 
-    def merge_person(self, gone: str, keep: str, clip_index: int) -> None:
+    def merge_person(self, gone: str, keep: str, clip_index: int, aliases: list[str], members: list[EntityRecord]):
         self.records.pop(self.backend.key("entity", gone), None)
         self.deletes.add(self.backend.key("entity", gone))
         self._put("alias", gone, {"old": gone, "new": keep, "clip": clip_index})
-        for record in self.backend.query_records('kind == "alias"', f'data["new"] == "{gone}"'):
-            self._put("alias", record["data"]["old"], {**record["data"], "new": keep})
-        for record in self.backend.query_records('kind == "entity"', f'data["person_id"] == "{gone}"'):
-            if record["key"] not in self.records:
-                self._put("entity", record["data"]["entity_id"], {**record["data"], "person_id": keep})
-        for record in self.records.values():
-            if record["kind"] == "entity" and record["data"].get("person_id") == gone:
-                record["data"]["person_id"] = keep
+        for old in aliases:
+            self._put("alias", old, {"old": old, "new": keep, "clip": clip_index})
+        for record in members:
+            self.save_entity(record)
 
     def add_text_nodes(self, nodes: list[TextNode], vectors: np.ndarray) -> None:
         for node, vector in zip(nodes, vectors, strict=True):
@@ -150,23 +151,15 @@ class MilvusWriter:
         data = {"node": node_id, "clip": clip_index, "delta": old + delta, "order": self._order}
         self._put("nodeclip", f"{node_id}|{clip_index}", data)
 
-    def flush(self) -> None:
-        """Text rows, then records and deletes, then the clip records (a clip exists once it is listed)."""
-        client, text, records = self.backend.client, self.backend.text_name, self.backend.records_name
-        for start in range(0, len(self.text_rows), 1000):
-            client.upsert(text, self.text_rows[start : start + 1000])
-        rows = [{**r, "vector": PLACEHOLDER} for r in self.records.values()]
-        for start in range(0, len(rows), 1000):
-            client.upsert(records, rows[start : start + 1000])
-        if self.deletes:
-            client.delete(records, ids=sorted(self.deletes))
+    def payload(self) -> dict:
+        """The clip's writes as plain data: what is sent to Milvus, or queued in the spool."""
         clips = [
             {"key": key, "robot_id": self.backend.robot_id, "kind": "clip", "vector": PLACEHOLDER,
              "data": {**data, "nodes": self.new_nodes.get(data["clip_index"], [])}}
             for key, data in self.clip_rows.items()
         ]  # fmt: skip
-        for start in range(0, len(clips), 1000):
-            client.upsert(records, clips[start : start + 1000])
+        records = [{**r, "vector": PLACEHOLDER} for r in self.records.values()]
+        return {"text": self.text_rows, "records": records, "deletes": sorted(self.deletes), "clips": clips}
 
 
 class MilvusBackend:
@@ -183,6 +176,7 @@ class MilvusBackend:
         self.text_name = f"{config.collection_prefix}_text"
         self.records_name = f"{config.collection_prefix}_records"
         self.server = None
+        self.spool: ClipSpool | None = None  # set below; close() may run before
         uri = config.uri
         if not uri.startswith(("http://", "https://", "tcp://", "grpc://")):
             from m3_memory.milvus_server import MilvusLiteServer
@@ -190,6 +184,9 @@ class MilvusBackend:
             self.server = MilvusLiteServer(uri).start()
             uri = self.server.uri
         self.location = config.uri
+        self._address = self._host_port(uri)
+        spool_dir = config.spool_dir or f"~/.m3/milvus_spool/{config.collection_prefix}/{config.robot_id}"
+        self.spool = ClipSpool(spool_dir, int(config.spool_max_mb * 1024 * 1024))
         self._counters: dict[str, int] = {}
         self._meta: dict[str, str] = {}
         self._meta_pending: dict[str, str] = {}
@@ -200,6 +197,45 @@ class MilvusBackend:
         except self._errors as error:
             self.close()
             raise StoreError(f"Milvus at {config.uri} is unavailable: {error}") from error
+
+    @staticmethod
+    def _host_port(uri: str) -> tuple[str, int]:
+        rest = uri.split("://", 1)[-1].split("/", 1)[0]
+        host, _, port = rest.rpartition(":")
+        return (host or rest, int(port)) if port.isdigit() else (rest, 19530)
+
+    def reachable(self) -> bool:
+        """A TCP connection to the server opens within a second (a down server fails fast, not
+        after pymilvus' retries)."""
+        try:
+            with socket.create_connection(self._address, timeout=1.0):
+                return True
+        except OSError:
+            return False
+
+    def write(self, payload: dict) -> None:
+        """Text rows, then records and deletes, then the clip records (a clip exists once it is listed)."""
+        if not self.reachable():
+            raise ConnectionError(f"no connection to {self._address[0]}:{self._address[1]}")
+        timeout = int(self.config.timeout_s)
+        for name, rows in ((self.text_name, payload["text"]), (self.records_name, payload["records"])):
+            for start in range(0, len(rows), 1000):
+                self.client.upsert(name, rows[start : start + 1000], timeout=timeout)
+        if payload["deletes"]:
+            self.client.delete(self.records_name, ids=payload["deletes"], timeout=timeout)
+        for start in range(0, len(payload["clips"]), 1000):
+            self.client.upsert(self.records_name, payload["clips"][start : start + 1000], timeout=timeout)
+
+    def flush_spool(self) -> int:
+        """Write the queued clips to Milvus in order; returns how many; raises when unreachable."""
+        done, pending = 0, self.spool.pending()
+        if pending and self.reachable():
+            self._ensure_collections()  # the server may have restarted (collections released)
+        for path in pending:
+            self.write(self.spool.read(path))
+            self.spool.remove(path)
+            done += 1
+        return done
 
     def key(self, kind: str, key: str) -> str:
         return f"{self.robot_id}/{kind}/{key}"
@@ -236,6 +272,8 @@ class MilvusBackend:
             self.client.create_collection(
                 self.records_name, schema=schema, index_params=index, consistency_level="Strong"
             )
+        for name in (self.text_name, self.records_name):  # a restarted server holds them released
+            self.client.load_collection(name)
 
     def _iterate(self, collection: str, expr: str, fields: list[str]) -> Iterator[dict]:
         iterator = self.client.query_iterator(collection, batch_size=4000, filter=expr, output_fields=fields)
@@ -252,7 +290,9 @@ class MilvusBackend:
 
     # -- reading ----------------------------------------------------------------------------------
     def load(self, text_dim: int) -> Snapshot:
+        """Queued clips are written first: the snapshot must hold them (StoreError while unreachable)."""
         try:
+            self.flush_spool()
             return self._load(text_dim)
         except self._errors as error:
             raise StoreError(f"Milvus at {self.config.uri} is unavailable: {error}") from error
@@ -334,10 +374,12 @@ class MilvusBackend:
         writer = MilvusWriter(self)
         try:
             yield writer
+            payload = writer.payload()
             try:
-                writer.flush()
+                self.flush_spool()  # older clips first: writes reach Milvus in order
+                self.write(payload)
             except self._errors as error:
-                raise StoreError(f"Milvus at {self.config.uri} is unavailable: {error}") from error
+                self.spool.append(payload, f"{type(error).__name__}: {error}")
         except BaseException:
             self._meta_pending.clear()
             raise
@@ -346,7 +388,13 @@ class MilvusBackend:
         self._meta_pending.clear()
 
     def close(self) -> None:
+        """Queued clips that still cannot be written stay in the spool for the next start."""
         client = getattr(self, "client", None)
+        if client is not None and self.spool is not None and self.spool.pending():
+            try:
+                self.flush_spool()
+            except self._errors:
+                pass
         if client is not None:
             client.close()
         if self.server is not None:

@@ -89,7 +89,7 @@ class SqliteWriter:
             (id1, id2, confidence, count, clip_index, stamp_ns),
         )
 
-    def merge_person(self, gone: str, keep: str, clip_index: int) -> None:
+    def merge_person(self, gone: str, keep: str, clip_index: int, aliases: list[str], members: list[EntityRecord]):
         self.conn.execute("DELETE FROM entities WHERE entity_id=?", (gone,))
         self.conn.execute(
             "INSERT OR REPLACE INTO aliases(old_id, new_id, clip_index, reason) VALUES (?, ?, ?, 'equivalence')",

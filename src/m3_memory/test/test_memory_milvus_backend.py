@@ -1,0 +1,117 @@
+"""The Milvus back-end against real milvus-lite servers: a memory reopened from Milvus is the memory
+the SQLite default builds from the same clips, a local-directory milvus_uri starts its own server,
+and a server outage loses and duplicates nothing (clips wait on disk and are written in order)."""
+
+from __future__ import annotations
+
+import os
+
+from m3mem_evidence import clip, face, match, voice
+from memory_backends import fresh_prefix, open_memory
+from pymilvus import MilvusClient
+
+from m3_memory.assembly import open_memory as open_from_parameters
+from m3_memory.graph import GraphConfig
+from m3_memory.memory import Memory
+from m3_memory.milvus_backend import MilvusBackend, MilvusConfig
+from m3_memory.milvus_server import MilvusLiteServer
+from m3_memory.node_parameters import PARAMETERS
+
+
+def clips() -> list:
+    """Clips exercising every kind of write: new entities, crops, a merge, names, reinforcement."""
+    return [
+        clip(0, faces=[face("face_1", 1, crop=b"\xff\xd8jpeg")],
+             voices=[voice("voice_1", 2, 4, "hi, my name is alice")]),
+        clip(1, faces=[face("face_1", 31)], voices=[voice("voice_1", 32, 34, "I like green tea.")],
+             matches=[match("face_1", "voice_1", 33)]),
+        clip(2, faces=[face("face_2", 61)], voices=[voice("voice_1", 62, 64, "I really like green tea")]),
+        clip(3, voices=[voice("voice_2", 91, 93, "I put the keys in the drawer")]),
+    ]  # fmt: skip
+
+
+def state(memory: Memory) -> dict:
+    """What a memory holds, independent of the back-end."""
+    graph = memory.graph
+    return {
+        "entities": {k: vars(v) for k, v in sorted(graph.entities.items())},
+        "aliases": dict(sorted(graph.aliases.items())),
+        "text": sorted((n.node_id, n.kind, n.text, n.clip_index, n.weight, tuple(n.entity_ids))
+                       for n in graph.text.values()),
+        "clips": {i: (c["entity_ids"], c["episodic"], sorted(c["semantic"])) for i, c in sorted(graph.clips.items())},
+        "node_clips": dict(sorted(graph.node_clips.items())),
+        "evidence": dict(sorted(graph.evidence.items())),
+        "samples": {k: len(v) for k, v in sorted(graph.entity_samples.items())},
+    }  # fmt: skip
+
+
+def sqlite_reference(tmp_path, embedder, items) -> dict:
+    reference = Memory.open(str(tmp_path / "reference"), embedder, GraphConfig())
+    for item in items:
+        reference.ingest(item)
+    try:
+        return state(reference)
+    finally:
+        reference.close()
+
+
+def milvus_memory(server: MilvusLiteServer, prefix: str, embedder, spool_dir: str = "") -> Memory:
+    config = MilvusConfig(uri=server.uri, collection_prefix=prefix, spool_dir=spool_dir)
+    return Memory(MilvusBackend(config, embedder.dim), embedder, GraphConfig())
+
+
+def test_reopened_from_milvus_equals_the_sqlite_memory(tmp_path, embedder, milvus_server):
+    prefix = fresh_prefix()
+    memory = open_memory("milvus", "", embedder, milvus_server, prefix=prefix)
+    for item in clips():
+        memory.ingest(item)
+    written = state(memory)
+    memory.close()
+    reopened = open_memory("milvus", "", embedder, milvus_server, prefix=prefix)
+    try:
+        assert state(reopened) == written == sqlite_reference(tmp_path, embedder, clips())
+        assert reopened.search.get_entity("voice_1").name == "Alice"
+        assert reopened.graph.backend.entity_crop("face_1") == b"\xff\xd8jpeg"
+        assert reopened.search.search_clip("green tea", top_k=1)[0].clip_index in (1, 2)
+        assert reopened.store.integrity_check() == []
+    finally:
+        reopened.close()
+
+
+def test_local_directory_uri_starts_its_own_server(tmp_path, embedder):
+    p = {name: default for name, (default, _) in PARAMETERS.items()}
+    p.update(memory_backend="milvus", milvus_uri=str(tmp_path / "milvus"), milvus_spool_dir=str(tmp_path / "spool"))
+    memory = open_from_parameters(p, embedder)
+    memory.ingest(clips()[0])
+    memory.close()
+    reopened = open_from_parameters(p, embedder)
+    try:
+        assert sorted(reopened.graph.clips) == [0] and reopened.next_clip_index == 1
+    finally:
+        reopened.close()
+
+
+def test_server_outage_loses_and_duplicates_nothing(tmp_path, embedder):
+    server = MilvusLiteServer(str(tmp_path / "data")).start()
+    spool = str(tmp_path / "spool")
+    memory = milvus_memory(server, "outage", embedder, spool)
+    try:
+        items = clips()
+        memory.ingest(items[0])
+        server.stop(kill=True)  # the server dies: the robot keeps storing clips, on disk
+        for item in items[1:3]:
+            assert memory.ingest(item) is not None
+        assert len(os.listdir(spool)) == 2
+        server.start()  # back on the same port and data
+        memory.ingest(items[3])  # written after the two waiting clips, in order
+        assert os.listdir(spool) == []
+        memory.close()
+        memory = milvus_memory(server, "outage", embedder, spool)
+        assert state(memory) == sqlite_reference(tmp_path, embedder, items)
+        client = MilvusClient(uri=server.uri)
+        stored = client.query("outage_text", filter="", output_fields=["count(*)"])[0]["count(*)"]
+        client.close()
+        assert stored == len(memory.graph.text)  # each memory stored once
+    finally:
+        memory.close()
+        server.stop()
