@@ -31,6 +31,12 @@ class Snapshot:
     aliases: dict[str, str] = field(default_factory=dict)  # merged person -> survivor
     entity_samples: dict[str, list[np.ndarray]] = field(default_factory=dict)  # entity -> embeddings, slot order
     evidence: dict[tuple[str, str], tuple[float, int]] = field(default_factory=dict)  # (id1<id2) -> (conf, count)
+    # Read by copies between back-ends (m3_memory.memory_copy), not by the graph:
+    evidence_at: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)  # -> (clip, stamp_ns)
+    alias_clips: dict[str, int] = field(default_factory=dict)  # merged person -> clip of the merge
+    node_clip_deltas: list[tuple[str, int, float]] = field(default_factory=list)  # every weight change, in order
+    counters: dict[str, int] = field(default_factory=dict)
+    meta: dict[str, str] = field(default_factory=dict)
 
 
 class StoreWriter(Protocol):

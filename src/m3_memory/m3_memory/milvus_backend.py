@@ -327,10 +327,14 @@ class MilvusBackend:
         entities = [EntityRecord(**d) for d in by_kind.get("entity", {}).values()]
         snap.entities = sorted(entities, key=lambda r: (r.kind, r.seq))
         snap.aliases = {d["old"]: d["new"] for d in by_kind.get("alias", {}).values()}
+        snap.alias_clips = {d["old"]: d["clip"] for d in by_kind.get("alias", {}).values()}
+        snap.node_clip_deltas = [(d["node"], d["clip"], d["delta"]) for d in node_clips]
+        snap.counters, snap.meta = dict(self._counters), dict(self._meta)
         for entity_id, data in by_kind.get("samples", {}).items():
             snap.entity_samples[entity_id] = _b64_to_vecs(data["b64"], data["dim"])
         for d in by_kind.get("evidence", {}).values():
             snap.evidence[(d["id1"], d["id2"])] = (float(d["confidence"]), int(d["count"]))
+            snap.evidence_at[(d["id1"], d["id2"])] = (int(d["clip"]), int(d["stamp"]))
         return snap
 
     def get_meta(self, key: str) -> str | None:

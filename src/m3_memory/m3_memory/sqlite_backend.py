@@ -173,15 +173,20 @@ class SqliteBackend:
             " last_ns, crop_score, name_votes FROM entities"
         ):
             snap.entities.append(EntityRecord(*row[:11], name_votes=json.loads(row[11])))
-        snap.aliases = dict(conn.execute("SELECT old_id, new_id FROM aliases"))
+        for old, new, clip_index in conn.execute("SELECT old_id, new_id, clip_index FROM aliases"):
+            snap.aliases[old], snap.alias_clips[old] = new, clip_index
         for entity_id, blob in conn.execute(
             "SELECT entity_id, embedding FROM entity_embeddings ORDER BY entity_id, slot"
         ):
             snap.entity_samples.setdefault(entity_id, []).append(blob_to_vector(blob))
-        for id1, id2, confidence, count in conn.execute(
-            "SELECT id1, id2, confidence, evidence_count FROM evidence WHERE kind='match'"
+        for id1, id2, confidence, count, clip_index, stamp in conn.execute(
+            "SELECT id1, id2, confidence, evidence_count, clip_index, stamp_ns FROM evidence WHERE kind='match'"
         ):
             snap.evidence[(id1, id2)] = (confidence, count)
+            snap.evidence_at[(id1, id2)] = (clip_index, stamp)
+        snap.node_clip_deltas = list(conn.execute("SELECT node_id, clip_index, delta FROM node_clips ORDER BY rowid"))
+        snap.counters = dict(conn.execute("SELECT name, value FROM counters"))
+        snap.meta = dict(conn.execute("SELECT key, value FROM meta"))
         return snap
 
     def _text_vectors(self, conn, count: int, dim: int) -> np.ndarray:

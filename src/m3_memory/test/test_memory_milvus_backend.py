@@ -115,3 +115,35 @@ def test_server_outage_loses_and_duplicates_nothing(tmp_path, embedder):
     finally:
         memory.close()
         server.stop()
+
+
+def test_migration_to_milvus_and_back_is_verified(tmp_path, embedder, milvus_server, capsys):
+    import json
+
+    from m3_memory.milvus_tools import from_milvus_main, to_milvus_main
+
+    source = Memory.open(str(tmp_path / "robot"), embedder, GraphConfig())
+    for item in clips():
+        source.ingest(item)
+    original = state(source)
+    source.close()
+    prefix = fresh_prefix()
+    where = ["--uri", milvus_server.uri, "--prefix", prefix, "--robot-id", "robot_a"]
+    assert to_milvus_main([str(tmp_path / "robot"), *where]) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["problems"] == [] and report["copied"]["clips"] == 4 and report["copied"]["merged_ids"] == 1
+    assert to_milvus_main([str(tmp_path / "robot"), *where]) == 2  # robot_a is taken: nothing written twice
+    assert "already holds a memory" in capsys.readouterr().err
+    config = MilvusConfig(uri=milvus_server.uri, collection_prefix=prefix, robot_id="robot_a")
+    in_milvus = Memory(MilvusBackend(config, embedder.dim), embedder, GraphConfig())
+    try:
+        assert state(in_milvus) == original
+    finally:
+        in_milvus.close()
+    assert from_milvus_main([str(tmp_path / "back"), *where]) == 0
+    back = Memory.open(str(tmp_path / "back"), embedder, GraphConfig())
+    try:
+        assert state(back) == original and back.store.integrity_check() == []
+        assert back.graph.backend.entity_crop("face_1") == b"\xff\xd8jpeg"
+    finally:
+        back.close()
