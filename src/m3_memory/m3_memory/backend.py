@@ -102,6 +102,13 @@ class MemoryBackend(Protocol):
     def counters(self) -> dict[str, int]:
         """Current id counters (the graph predicts the ids a clip will create from them)."""
 
+    def entity_number(self, counter: int) -> int:
+        """The number of the entity a counter value mints (a fleet member's are disjoint from others')."""
+
+    def people(self) -> Snapshot | None:
+        """Entities, samples, merges and evidence as all robots stored them, when people are shared
+        (a fleet); None when they are not. Raises StoreError while the storage is unreachable."""
+
     def entity_crop(self, entity_id: str) -> bytes: ...
 
     @property

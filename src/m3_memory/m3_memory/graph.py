@@ -233,7 +233,7 @@ class MemoryGraph(PeopleMixin, MemoriesMixin):
         for perception_id in perception_ids:
             kind = kind_of(perception_id)
             counters[kind] = counters.get(kind, 0) + 1
-            out[perception_id] = f"{kind}_{counters[kind]}"
+            out[perception_id] = f"{kind}_{self.backend.entity_number(counters[kind])}"
         return out
 
     # -- applying one clip ------------------------------------------------------------------------

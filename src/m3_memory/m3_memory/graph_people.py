@@ -10,6 +10,7 @@ import numpy as np
 
 from m3_memory.ann_index import CosineIndex
 from m3_memory.backend import StoreWriter
+from m3_memory.errors import StoreError
 from m3_memory.records import KIND_FACE, KIND_PERSON, KIND_VOICE, ClipEvidence, EntityRecord
 from m3_memory.tags import kind_of, seq_of
 
@@ -41,11 +42,30 @@ class PeopleMixin:
             index = self.entity_index[key] = CosineIndex(centroid.shape[0], capacity=256)
         index.add([seq_of(entity_id)], centroid[None, :])
 
+    def refresh_people(self) -> bool:
+        """Take in the people other robots stored meanwhile (a fleet back-end shares them), so a face
+        or voice first seen elsewhere matches here by the usual thresholds. False: nothing shared,
+        or the storage is away (the people known here are kept)."""
+        with self.ingest_lock:
+            try:
+                snap = self.backend.people()
+            except StoreError:
+                return False
+            if snap is None:
+                return False
+            with self.lock:
+                self.entities = {record.entity_id: record for record in snap.entities}
+                self.aliases, self.evidence = snap.aliases, snap.evidence
+                self.entity_samples, self.entity_index = snap.entity_samples, {}
+                for entity_id in self.entity_samples:
+                    self._index_entity(entity_id)
+            return True
+
     def _create_entity(self, writer: StoreWriter, kind: str, clip_index: int) -> str:
         """A new face/voice entity and its own new person (persons merge later on evidence)."""
-        seq = writer.next_id(kind)
+        seq = self.backend.entity_number(writer.next_id(kind))
         entity_id = f"{kind}_{seq}"
-        person_seq = writer.next_id(KIND_PERSON)
+        person_seq = self.backend.entity_number(writer.next_id(KIND_PERSON))
         person_id = f"person_{person_seq}"
         for eid, eseq, ekind, person in ((person_id, person_seq, KIND_PERSON, ""), (entity_id, seq, kind, person_id)):
             record = EntityRecord(eid, eseq, ekind, person_id=person, first_clip=clip_index, last_clip=clip_index)

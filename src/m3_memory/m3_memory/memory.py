@@ -103,6 +103,7 @@ class Memory:
             return None
         graph = self.graph
         with graph.ingest_lock:
+            graph.refresh_people()  # a fleet's people as the other robots left them (else a no-op)
             first: dict[str, int] = {}
             embeddings: dict[str, list[np.ndarray]] = {}
             for face in clip.faces:

@@ -18,148 +18,25 @@ import base64
 import json
 import logging
 import socket
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from m3_memory.backend import Snapshot
 from m3_memory.errors import StoreError
 from m3_memory.milvus_spool import ClipSpool
+from m3_memory.milvus_writer import (
+    FLEET_NAMESPACE,
+    FLEET_SLOTS,
+    PEOPLE_KINDS,
+    PLACEHOLDER,
+    TEXT_FIELDS,
+    MilvusConfig,
+    MilvusWriter,
+    b64_to_vecs,
+)
 from m3_memory.records import EntityRecord, TextNode
-
-PLACEHOLDER = [1.0, 0.0]  # the records collection's vector (Milvus requires one per collection)
-MAX_JSON_BYTES = 60000  # Milvus' JSON field limit is 64 KiB; larger crops are not stored
-TEXT_FIELDS = ["node_id", "seq", "kind", "text", "clip_index", "start_ns", "end_ns", "entity_ids"]
-
-
-@dataclass
-class MilvusConfig:
-    """Node parameters milvus_* and robot_id (defaults documented in config/m3.yaml)."""
-
-    uri: str = "http://127.0.0.1:19530"  # http(s)://host:port, or a local directory served by milvus-lite
-    collection_prefix: str = "m3"
-    robot_id: str = "robot"
-    index_type: str = "HNSW"
-    index_params: str = '{"M": 16, "efConstruction": 200}'
-    search_params: str = '{"ef": 128}'
-    spool_dir: str = ""  # clips waiting for an unreachable server ("" = ~/.m3/milvus_spool/<prefix>/<robot_id>)
-    spool_max_mb: float = 256.0
-    timeout_s: int = 5  # one Milvus call; then the clip goes to the spool
-
-
-def _vec_to_b64(vectors: list[np.ndarray]) -> str:
-    return base64.b64encode(np.asarray(vectors, dtype="<f4").tobytes()).decode("ascii")
-
-
-def _b64_to_vecs(text: str, dim: int) -> list[np.ndarray]:
-    flat = np.frombuffer(base64.b64decode(text), dtype="<f4").astype(np.float32)
-    return list(flat.reshape(-1, dim))
-
-
-class MilvusWriter:
-    """StoreWriter that buffers one clip's changes; MilvusBackend.transaction writes them at the end."""
-
-    def __init__(self, backend: MilvusBackend) -> None:
-        self.backend = backend
-        self.counters = dict(backend._counters)
-        self.records: dict[str, dict] = {}  # key -> record (last write wins)
-        self.deletes: set[str] = set()
-        self.text_rows: list[dict] = []
-        self.clip_rows: dict[str, dict] = {}
-        self.new_nodes: dict[int, list[str]] = {}  # clip -> its new memories (listed in its clip record)
-        self._order = time.time_ns()
-
-    def _put(self, kind: str, key: str, data: dict) -> None:
-        full = self.backend.key(kind, key)
-        self.deletes.discard(full)
-        self.records[full] = {"key": full, "robot_id": self.backend.robot_id, "kind": kind, "data": data}
-
-    def ensure_text_dim(self, dim: int) -> None:
-        if self.backend.get_meta("text_dim") is None:
-            self.set_meta("text_dim", str(dim))
-
-    def next_id(self, kind: str) -> int:
-        self.counters[kind] = self.counters.get(kind, 0) + 1
-        self._put("counter", kind, {"value": self.counters[kind]})
-        return self.counters[kind]
-
-    def set_counter(self, kind: str, value: int) -> None:
-        self.counters[kind] = value
-        self._put("counter", kind, {"value": value})
-
-    def set_meta(self, key: str, value: str) -> None:
-        self.backend._meta_pending[key] = value
-        self._put("meta", key, {"value": value})
-
-    def add_clip(self, clip_index: int, start_ns: int, end_ns: int, stored_ns: int, keyframe_jpeg: bytes) -> None:
-        self.add_clips([(clip_index, start_ns, end_ns, stored_ns, [], keyframe_jpeg)])
-
-    def add_clips(self, rows: list[tuple[int, int, int, int, list[str], bytes]]) -> None:
-        for clip_index, start, end, stored, ids, _jpeg in rows:  # keyframes stay with the robot (not stored)
-            data = {"clip_index": clip_index, "start_ns": start, "end_ns": end, "stored_ns": stored, "entity_ids": ids}
-            self.clip_rows[self.backend.key("clip", str(clip_index))] = data
-            self.new_nodes.setdefault(clip_index, [])
-
-    def set_clip_entities(self, clip_index: int, entity_ids: list[str]) -> None:
-        self.clip_rows[self.backend.key("clip", str(clip_index))]["entity_ids"] = list(entity_ids)
-
-    def add_entity(self, record: EntityRecord) -> None:
-        self.save_entity(record)
-
-    def save_entity(self, record: EntityRecord) -> None:
-        self._put("entity", record.entity_id, asdict(record))
-
-    def set_crop(self, entity_id: str, score: float, jpeg: bytes) -> None:
-        data = base64.b64encode(jpeg).decode("ascii")
-        if len(data) < MAX_JSON_BYTES:
-            self._put("crop", entity_id, {"score": score, "jpeg": data})
-
-    def set_samples(self, entity_id: str, samples: list[np.ndarray]) -> None:
-        self._put("samples", entity_id, {"dim": int(samples[0].shape[0]), "b64": _vec_to_b64(samples)})
-
-    def put_match(self, id1: str, id2: str, confidence: float, count: int, clip_index: int, stamp_ns: int) -> None:
-        data = {"id1": id1, "id2": id2, "confidence": confidence, "count": count, "clip": clip_index, "stamp": stamp_ns}
-        self._put("evidence", f"{id1}|{id2}", data)
-
-    def merge_person(self, gone: str, keep: str, clip_index: int, aliases: list[str], members: list[EntityRecord]):
-        self.records.pop(self.backend.key("entity", gone), None)
-        self.deletes.add(self.backend.key("entity", gone))
-        self._put("alias", gone, {"old": gone, "new": keep, "clip": clip_index})
-        for old in aliases:
-            self._put("alias", old, {"old": old, "new": keep, "clip": clip_index})
-        for record in members:
-            self.save_entity(record)
-
-    def add_text_nodes(self, nodes: list[TextNode], vectors: np.ndarray) -> None:
-        for node, vector in zip(nodes, vectors, strict=True):
-            row = {name: getattr(node, name) for name in TEXT_FIELDS}
-            row.update(node_key=self.backend.key("text", node.node_id), robot_id=self.backend.robot_id)
-            row["vector"] = np.asarray(vector, dtype=np.float32).tolist()
-            self.text_rows.append(row)
-            self.new_nodes.setdefault(node.clip_index, []).append(node.node_id)
-
-    def set_weight(self, node: TextNode) -> None:
-        self._put("weight", node.node_id, {"value": node.weight})
-
-    def add_node_clip(self, node_id: str, clip_index: int, delta: float) -> None:
-        full = self.backend.key("nodeclip", f"{node_id}|{clip_index}")
-        old = self.records.get(full, {}).get("data", {}).get("delta", 0.0)
-        self._order += 1
-        data = {"node": node_id, "clip": clip_index, "delta": old + delta, "order": self._order}
-        self._put("nodeclip", f"{node_id}|{clip_index}", data)
-
-    def payload(self) -> dict:
-        """The clip's writes as plain data: what is sent to Milvus, or queued in the spool."""
-        clips = [
-            {"key": key, "robot_id": self.backend.robot_id, "kind": "clip", "vector": PLACEHOLDER,
-             "data": {**data, "nodes": self.new_nodes.get(data["clip_index"], [])}}
-            for key, data in self.clip_rows.items()
-        ]  # fmt: skip
-        records = [{**r, "vector": PLACEHOLDER} for r in self.records.values()]
-        return {"text": self.text_rows, "records": records, "deletes": sorted(self.deletes), "clips": clips}
 
 
 class MilvusBackend:
@@ -237,8 +114,17 @@ class MilvusBackend:
             done += 1
         return done
 
+    def namespace(self, kind: str) -> str:
+        """Whose record this is: the fleet's for people when in a fleet, else this robot's."""
+        return FLEET_NAMESPACE if self.config.fleet_slot > 0 and kind in PEOPLE_KINDS else self.robot_id
+
     def key(self, kind: str, key: str) -> str:
-        return f"{self.robot_id}/{kind}/{key}"
+        return f"{self.namespace(kind)}/{kind}/{key}"
+
+    def entity_number(self, counter: int) -> int:
+        """A fleet member's n-th entity is number n * 1000 + fleet_slot: no two robots mint one id."""
+        slot = self.config.fleet_slot
+        return counter * FLEET_SLOTS + slot if slot > 0 else counter
 
     def _ensure_collections(self) -> None:
         from pymilvus import DataType, MilvusClient
@@ -297,11 +183,46 @@ class MilvusBackend:
         except self._errors as error:
             raise StoreError(f"Milvus at {self.config.uri} is unavailable: {error}") from error
 
+    def _records_by_kind(self, expr: str) -> dict[str, dict[str, dict]]:
+        """kind -> name (the key's last part) -> data, of the records matching expr."""
+        by_kind: dict[str, dict[str, dict]] = {}
+        for record in self._iterate(self.records_name, expr, ["key", "kind", "data"]):
+            by_kind.setdefault(record["kind"], {})[record["key"].split("/", 2)[2]] = record["data"]
+        return by_kind
+
+    def _people_expr(self) -> str:
+        kinds = json.dumps([kind for kind in PEOPLE_KINDS if kind != "crop"])  # crops: read one at a time
+        return f'key like "{self.namespace("entity")}/%" and kind in {kinds}'
+
+    def people(self) -> Snapshot | None:
+        """The people every robot stored (fleet members only; None for a robot alone). Queued clips
+        are written first so this robot's own changes are not read back older."""
+        if self.config.fleet_slot <= 0:
+            return None
+        try:
+            self.flush_spool()
+            return self._people(self._records_by_kind(self._people_expr()), Snapshot())
+        except self._errors as error:
+            raise StoreError(f"Milvus at {self.config.uri} is unavailable: {error}") from error
+
+    @staticmethod
+    def _people(by_kind: dict[str, dict[str, dict]], snap: Snapshot) -> Snapshot:
+        entities = [EntityRecord(**d) for d in by_kind.get("entity", {}).values()]
+        snap.entities = sorted(entities, key=lambda r: (r.kind, r.seq))
+        snap.aliases = {d["old"]: d["new"] for d in by_kind.get("alias", {}).values()}
+        snap.alias_clips = {d["old"]: d["clip"] for d in by_kind.get("alias", {}).values()}
+        for entity_id, data in by_kind.get("samples", {}).items():
+            snap.entity_samples[entity_id] = b64_to_vecs(data["b64"], data["dim"])
+        for d in by_kind.get("evidence", {}).values():
+            snap.evidence[(d["id1"], d["id2"])] = (float(d["confidence"]), int(d["count"]))
+            snap.evidence_at[(d["id1"], d["id2"])] = (int(d["clip"]), int(d["stamp"]))
+        return snap
+
     def _load(self, text_dim: int) -> Snapshot:
         snap = Snapshot()
-        by_kind: dict[str, dict[str, dict]] = {}  # kind -> name (the key's last part) -> data
-        for record in self.query_records('kind != "crop"'):  # crops are read one at a time, when asked for
-            by_kind.setdefault(record["kind"], {})[record["key"].split("/", 2)[2]] = record["data"]
+        own = json.dumps(list(PEOPLE_KINDS))
+        by_kind = self._records_by_kind(f'key like "{self.robot_id}/%" and kind not in {own}')
+        self._people(self._records_by_kind(self._people_expr()), snap)
         self._meta = {name: str(data["value"]) for name, data in by_kind.get("meta", {}).items()}
         stored_dim = self._meta.get("text_dim")
         if stored_dim is not None and int(stored_dim) != text_dim:
@@ -324,18 +245,24 @@ class MilvusBackend:
             snap.text_vectors[i] = np.asarray(row["vector"], dtype=np.float32)
         node_clips = sorted(by_kind.get("nodeclip", {}).values(), key=lambda d: d["order"])
         snap.node_clips = [(d["node"], d["clip"]) for d in node_clips if d["delta"] > 0]
-        entities = [EntityRecord(**d) for d in by_kind.get("entity", {}).values()]
-        snap.entities = sorted(entities, key=lambda r: (r.kind, r.seq))
-        snap.aliases = {d["old"]: d["new"] for d in by_kind.get("alias", {}).values()}
-        snap.alias_clips = {d["old"]: d["clip"] for d in by_kind.get("alias", {}).values()}
         snap.node_clip_deltas = [(d["node"], d["clip"], d["delta"]) for d in node_clips]
         snap.counters, snap.meta = dict(self._counters), dict(self._meta)
-        for entity_id, data in by_kind.get("samples", {}).items():
-            snap.entity_samples[entity_id] = _b64_to_vecs(data["b64"], data["dim"])
-        for d in by_kind.get("evidence", {}).values():
-            snap.evidence[(d["id1"], d["id2"])] = (float(d["confidence"]), int(d["count"]))
-            snap.evidence_at[(d["id1"], d["id2"])] = (int(d["clip"]), int(d["stamp"]))
         return snap
+
+    def search_text(self, vector: np.ndarray, top_k: int, robot_id: str = "") -> list[dict]:
+        """Memories of the whole fleet (or of robot_id) closest to vector, searched in Milvus with the
+        configured search parameters: [{robot_id, node_id, kind, text, clip_index, start_ns, end_ns, score}]."""
+        params = {"metric_type": "COSINE", "params": json.loads(self.config.search_params or "{}")}
+        fields = ["robot_id", *TEXT_FIELDS[:7]]
+        try:
+            found = self.client.search(
+                self.text_name, data=[np.asarray(vector, dtype=np.float32).tolist()], limit=top_k,
+                filter=f'robot_id == "{robot_id}"' if robot_id else "", output_fields=fields, search_params=params,
+                timeout=int(self.config.timeout_s),
+            )  # fmt: skip
+        except self._errors as error:
+            raise StoreError(f"Milvus at {self.config.uri} is unavailable: {error}") from error
+        return [{**{f: hit["entity"][f] for f in fields}, "score": float(hit["distance"])} for hit in found[0]]
 
     def get_meta(self, key: str) -> str | None:
         return self._meta_pending.get(key, self._meta.get(key))
@@ -344,7 +271,7 @@ class MilvusBackend:
         return dict(self._counters)
 
     def entity_crop(self, entity_id: str) -> bytes:
-        found = self.query_records('kind == "crop"', f'key == "{self.key("crop", entity_id)}"')
+        found = list(self._iterate(self.records_name, f'key == "{self.key("crop", entity_id)}"', ["data"]))
         return base64.b64decode(found[0]["data"]["jpeg"]) if found else b""
 
     @property

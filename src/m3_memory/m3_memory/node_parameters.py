@@ -45,6 +45,10 @@ PARAMETERS = {
         256.0,
         _float("memory_backend milvus: largest on-disk buffer of unsent clips; then clips are refused [MiB]", 1.0, 1e6),
     ),
+    "fleet_slot": (
+        0,
+        _int("memory_backend milvus: 1..999 = a fleet member (people shared, ids n*1000+slot); 0 = alone", 0, 999),
+    ),
     "robot_id": ("robot", _text("this robot's id, stored on every Milvus row (one Milvus can serve a fleet)")),
     "clip_seconds": (30.0, _float("length of a clip window on the stream clock [s]", 1.0, 3600.0)),
     "clip_close_delay": (2.0, _float("wait this long past a window's end for late utterances [s]", 0.0, 60.0)),

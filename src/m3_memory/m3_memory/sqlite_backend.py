@@ -250,6 +250,12 @@ class SqliteBackend:
     def counters(self) -> dict[str, int]:
         return dict(self.store.conn().execute("SELECT name, value FROM counters").fetchall())
 
+    def entity_number(self, counter: int) -> int:
+        return counter
+
+    def people(self) -> None:
+        return None  # one robot's own store: nothing to take in
+
     def entity_crop(self, entity_id: str) -> bytes:
         return self.store.entity_crop(entity_id)
 
