@@ -17,6 +17,11 @@ def memory_dir(p: Mapping[str, Any]) -> str:
     return os.path.abspath(os.path.expanduser(str(p["memory_dir"])))
 
 
+def memory_location(p: Mapping[str, Any]) -> str:
+    """Where the memory lives, for messages and stats: the directory, or the Milvus URI."""
+    return str(p["milvus_uri"]) if p["memory_backend"] == "milvus" else memory_dir(p)
+
+
 def graph_config(p: Mapping[str, Any]) -> GraphConfig:
     return GraphConfig(
         reinforce_threshold=p["reinforce_threshold"],

@@ -22,7 +22,7 @@ from m3_interfaces.msg import ClipMemory, Entity, EntityMatch, FaceTracks, Memor
 from m3_interfaces.srv import GetEntity, GetStats, SearchClip, SearchNode
 from m3_memory import errors
 from m3_memory.as_of import AsOfError, stamp_ns
-from m3_memory.assembly import clip_ingester, clip_windows, make_memorizer, memory_dir, open_memory
+from m3_memory.assembly import clip_ingester, clip_windows, make_memorizer, memory_location, open_memory
 from m3_memory.errors import MemoryApiError, ModelMissingError, StoreError
 from m3_memory.ingest_worker import ClipIngester
 from m3_memory.memory import Memory
@@ -62,7 +62,7 @@ class MemoryNode(Node):
         for name, (default, descriptor) in PARAMETERS.items():
             self.declare_parameter(name, default, descriptor)
         p = {name: self.get_parameter(name).value for name in PARAMETERS}
-        self.memory_dir = memory_dir(p)
+        self.memory_dir = memory_location(p)  # a directory, or a Milvus URI
         self.memory: Memory | None = None
         self.store_error = ""
         self.encoders = QueryEncoders(max_image_pixels=p["max_image_pixels"], max_audio_s=p["max_query_audio_s"])

@@ -145,7 +145,7 @@ class MilvusBackend:
                 field_name="vector", index_type=self.config.index_type, metric_type="COSINE",
                 params=json.loads(self.config.index_params or "{}"),
             )  # fmt: skip
-            self.client.create_collection(self.text_name, schema=schema, index_params=index, consistency_level="Strong")
+            self._create(self.text_name, schema, index)
         if not self.client.has_collection(self.records_name):
             schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
             schema.add_field("key", DataType.VARCHAR, is_primary=True, max_length=512)
@@ -155,11 +155,19 @@ class MilvusBackend:
             schema.add_field("vector", DataType.FLOAT_VECTOR, dim=len(PLACEHOLDER))
             index = self.client.prepare_index_params()
             index.add_index(field_name="vector", index_type="FLAT", metric_type="L2")
-            self.client.create_collection(
-                self.records_name, schema=schema, index_params=index, consistency_level="Strong"
-            )
+            self._create(self.records_name, schema, index)
         for name in (self.text_name, self.records_name):  # a restarted server holds them released
             self.client.load_collection(name)
+
+    def _create(self, name: str, schema, index) -> None:
+        """Create a collection; another robot of the fleet creating it at the same moment is fine."""
+        from pymilvus.exceptions import MilvusException
+
+        try:
+            self.client.create_collection(name, schema=schema, index_params=index, consistency_level="Strong")
+        except MilvusException:
+            if not self.client.has_collection(name):
+                raise
 
     def _iterate(self, collection: str, expr: str, fields: list[str]) -> Iterator[dict]:
         iterator = self.client.query_iterator(collection, batch_size=4000, filter=expr, output_fields=fields)
