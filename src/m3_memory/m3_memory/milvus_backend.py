@@ -18,6 +18,7 @@ import base64
 import json
 import logging
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -166,8 +167,11 @@ class MilvusBackend:
         try:
             self.client.create_collection(name, schema=schema, index_params=index, consistency_level="Strong")
         except MilvusException:
-            if not self.client.has_collection(name):
-                raise
+            deadline = time.monotonic() + 10.0  # the other robot's creation may still be under way
+            while not self.client.has_collection(name):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
 
     def _iterate(self, collection: str, expr: str, fields: list[str]) -> Iterator[dict]:
         iterator = self.client.query_iterator(collection, batch_size=4000, filter=expr, output_fields=fields)
