@@ -11,6 +11,7 @@ import time
 import pytest
 import rclpy
 from builtin_interfaces.msg import Time
+from dds_helpers import call, spin_until
 from m3mem_evidence import unit
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -68,22 +69,6 @@ def fleet(tmp_path_factory):
     for proc in procs.values():
         proc.wait(timeout=60)
     server.stop()
-
-
-def spin_until(node: Node, predicate, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        rclpy.spin_once(node, timeout_sec=0.05)
-
-
-def call(node: Node, srv_type, name: str, request):
-    client = node.create_client(srv_type, name)
-    assert client.wait_for_service(timeout_sec=30.0)
-    future = client.call_async(request)
-    spin_until(node, future.done, 60)
-    node.destroy_client(client)
-    return future.result()
 
 
 def send(fleet, robot: str, t: float, face_id: str, seed: int, utterance: str = "") -> None:
