@@ -18,6 +18,7 @@ import numpy as np
 
 from m3_memory.ann_index import CosineIndex
 from m3_memory.backend import MemoryBackend, StoreWriter
+from m3_memory.errors import StoreError
 from m3_memory.graph_memories import MemoriesMixin
 from m3_memory.graph_people import PeopleMixin, usable_embedding
 from m3_memory.records import (
@@ -90,6 +91,7 @@ class MemoryGraph(PeopleMixin, MemoriesMixin):
         self.lock = threading.RLock()
         self.ingest_lock = threading.RLock()  # one clip at a time (held across memorize + embed + apply)
         self.session_map: dict[str, str] = {}  # perception id -> memory entity id (this run only)
+        self.reload_needed = False
         self._load()
 
     # -- loading --------------------------------------------------------------------------------
@@ -248,13 +250,19 @@ class MemoryGraph(PeopleMixin, MemoriesMixin):
         """Write one clip atomically. `mapped` maps perception ids to memory ids ("" = create),
         `new_entities` lists the perception ids to create, in creation order."""
         with self.ingest_lock, self.lock:
+            if self.reload_needed:  # an earlier failed clip could not be undone then: rebuild first
+                self._load()
+                self.reload_needed = False
             if clip.clip_index in self.clips:
                 raise ValueError(f"clip {clip.clip_index} is already stored")
             try:
                 with self.backend.transaction() as writer:
                     outcome = self._apply(writer, clip, mapped, output, draft_vectors, new_entities)
             except BaseException:
-                self._load()  # the caches may hold half of the failed clip: rebuild them from the store
+                try:
+                    self._load()  # the caches may hold half of the failed clip: rebuild them from the store
+                except StoreError:
+                    self.reload_needed = True  # the storage is away (Milvus): rebuild before the next clip
                 self.session_map = {k: v for k, v in self.session_map.items() if v in self.entities}
                 raise
             return outcome

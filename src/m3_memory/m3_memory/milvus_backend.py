@@ -91,10 +91,14 @@ class MilvusBackend:
         except OSError:
             return False
 
-    def write(self, payload: dict) -> None:
-        """Text rows, then records and deletes, then the clip records (a clip exists once it is listed)."""
+    def _check_reachable(self) -> None:
+        """Fail at once while the server is away (pymilvus would retry for minutes)."""
         if not self.reachable():
             raise ConnectionError(f"no connection to {self._address[0]}:{self._address[1]}")
+
+    def write(self, payload: dict) -> None:
+        """Text rows, then records and deletes, then the clip records (a clip exists once it is listed)."""
+        self._check_reachable()
         timeout = int(self.config.timeout_s)
         for name, rows in ((self.text_name, payload["text"]), (self.records_name, payload["records"])):
             for start in range(0, len(rows), 1000):
@@ -190,6 +194,8 @@ class MilvusBackend:
     def load(self, text_dim: int) -> Snapshot:
         """Queued clips are written first: the snapshot must hold them (StoreError while unreachable)."""
         try:
+            self._check_reachable()
+            self._ensure_collections()  # after a server restart the collections are released
             self.flush_spool()
             return self._load(text_dim)
         except self._errors as error:
@@ -212,6 +218,7 @@ class MilvusBackend:
         if self.config.fleet_slot <= 0:
             return None
         try:
+            self._check_reachable()
             self.flush_spool()
             return self._people(self._records_by_kind(self._people_expr()), Snapshot())
         except self._errors as error:
@@ -267,6 +274,7 @@ class MilvusBackend:
         params = {"metric_type": "COSINE", "params": json.loads(self.config.search_params or "{}")}
         fields = ["robot_id", *TEXT_FIELDS[:7]]
         try:
+            self._check_reachable()
             found = self.client.search(
                 self.text_name, data=[np.asarray(vector, dtype=np.float32).tolist()], limit=top_k,
                 filter=f'robot_id == "{robot_id}"' if robot_id else "", output_fields=fields, search_params=params,
@@ -283,7 +291,13 @@ class MilvusBackend:
         return dict(self._counters)
 
     def entity_crop(self, entity_id: str) -> bytes:
-        found = list(self._iterate(self.records_name, f'key == "{self.key("crop", entity_id)}"', ["data"]))
+        """The face's best crop; empty while the server is away (get_entity answers without it)."""
+        if not self.reachable():
+            return b""
+        try:
+            found = list(self._iterate(self.records_name, f'key == "{self.key("crop", entity_id)}"', ["data"]))
+        except self._errors:
+            return b""
         return base64.b64decode(found[0]["data"]["jpeg"]) if found else b""
 
     @property

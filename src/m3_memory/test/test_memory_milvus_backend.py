@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from m3mem_evidence import clip, face, match, voice
 from memory_backends import fresh_prefix, open_memory
 from pymilvus import MilvusClient
 
 from m3_memory.assembly import open_memory as open_from_parameters
+from m3_memory.errors import StoreError
 from m3_memory.graph import GraphConfig
 from m3_memory.memory import Memory
 from m3_memory.milvus_backend import MilvusBackend, MilvusConfig
@@ -147,3 +149,27 @@ def test_migration_to_milvus_and_back_is_verified(tmp_path, embedder, milvus_ser
         assert back.graph.backend.entity_crop("face_1") == b"\xff\xd8jpeg"
     finally:
         back.close()
+
+
+def test_a_full_buffer_refuses_the_clip_and_leaves_no_trace(tmp_path, embedder):
+    server = MilvusLiteServer(str(tmp_path / "data")).start()
+    config = MilvusConfig(
+        uri=server.uri, collection_prefix="full", spool_dir=str(tmp_path / "spool"), spool_max_mb=0.001
+    )
+    memory = Memory(MilvusBackend(config, embedder.dim), embedder, GraphConfig())
+    try:
+        items = clips()
+        memory.ingest(items[0])
+        server.stop(kill=True)
+        with pytest.raises(StoreError, match=r"buffer .* is full"):  # 1 kB: no clip fits
+            memory.ingest(items[1])
+        server.start()
+        memory.ingest(items[1])  # stored now, as if the refused attempt had never happened
+        for item in items[2:]:
+            memory.ingest(item)
+        memory.close()
+        memory = Memory(MilvusBackend(config, embedder.dim), embedder, GraphConfig())
+        assert state(memory) == sqlite_reference(tmp_path, embedder, items)
+    finally:
+        memory.close()
+        server.stop()
