@@ -36,7 +36,9 @@ class BenchBackend:
         from m3_memory.milvus_backend import MilvusBackend, MilvusConfig
 
         spool = os.path.join(self.memory_dir, "spool")
-        return MilvusBackend(MilvusConfig(uri=self.uri, collection_prefix=self.prefix, spool_dir=spool), dim)
+        # 20,000-memory bulk transactions: a long deadline (the node's clips are small; 5 s there)
+        config = MilvusConfig(uri=self.uri, collection_prefix=self.prefix, spool_dir=spool, timeout_s=300)
+        return MilvusBackend(config, dim)
 
     def open(self, embedder=None) -> Memory:
         if self.backend == "sqlite":

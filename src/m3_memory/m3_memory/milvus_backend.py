@@ -68,7 +68,9 @@ class MilvusBackend:
         self._counters: dict[str, int] = {}
         self._meta: dict[str, str] = {}
         self._meta_pending: dict[str, str] = {}
-        self._errors = (MilvusException, ConnectionError, OSError)
+        import grpc
+
+        self._errors = (MilvusException, grpc.RpcError, ConnectionError, OSError)  # pymilvus lets a deadline through
         try:
             self.client = MilvusClient(uri=uri, timeout=30)
             self._ensure_collections()

@@ -8,6 +8,7 @@ memory talks to it over gRPC with pymilvus 2.5, which runs on the main venv's pr
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import socket
@@ -63,6 +64,7 @@ class MilvusLiteServer:
             self.process = subprocess.Popen(
                 [*command, "--port", str(self.port), "--max-workers", "8"], stdout=log, stderr=subprocess.STDOUT
             )
+        atexit.register(self.stop)  # a program that dies of an exception does not leave its server behind
         deadline = time.monotonic() + timeout_s
         while not port_open(self.port):
             if self.process.poll() is not None:
