@@ -142,8 +142,10 @@ ensure_milvus() {
   want=$(hash_files "$server")
   [ -f "$MILVUS_SERVER_VENV/.m3-milvus-server" ] && [ "$(cat "$MILVUS_SERVER_VENV/.m3-milvus-server")" = "$want" ] && return 0
   log "installing the milvus-lite server into $MILVUS_SERVER_VENV"
-  [ -x "$MILVUS_SERVER_VENV/bin/python" ] || "$VENV/bin/python" -c 'import sys; print(sys._base_executable)' \
-    | xargs -I{} {} -m venv "$MILVUS_SERVER_VENV"
+  if [ ! -x "$MILVUS_SERVER_VENV/bin/python" ]; then
+    "$("$VENV/bin/python" -c 'import sys; print(sys._base_executable)')" -m venv "$MILVUS_SERVER_VENV" \
+      || die "cannot create the virtualenv $MILVUS_SERVER_VENV"
+  fi
   "$MILVUS_SERVER_VENV/bin/python" -m pip install -q -r "$server" 2>&1 | grep -v "is ignored: it is neither" >&2 || true
   "$MILVUS_SERVER_VENV/bin/milvus-lite" server --help >/dev/null || die "the milvus-lite server did not install"
   echo "$want" >"$MILVUS_SERVER_VENV/.m3-milvus-server"
