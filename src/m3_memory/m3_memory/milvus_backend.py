@@ -228,9 +228,10 @@ class MilvusBackend:
 
     @staticmethod
     def _people(by_kind: dict[str, dict[str, dict]], snap: Snapshot) -> Snapshot:
-        entities = [EntityRecord(**d) for d in by_kind.get("entity", {}).values()]
-        snap.entities = sorted(entities, key=lambda r: (r.kind, r.seq))
         snap.aliases = {d["old"]: d["new"] for d in by_kind.get("alias", {}).values()}
+        # A robot may save a person another robot merged away a moment before: the merge wins.
+        entities = [EntityRecord(**d) for d in by_kind.get("entity", {}).values() if d["entity_id"] not in snap.aliases]
+        snap.entities = sorted(entities, key=lambda r: (r.kind, r.seq))
         snap.alias_clips = {d["old"]: d["clip"] for d in by_kind.get("alias", {}).values()}
         for entity_id, data in by_kind.get("samples", {}).items():
             snap.entity_samples[entity_id] = b64_to_vecs(data["b64"], data["dim"])

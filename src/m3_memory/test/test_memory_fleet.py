@@ -66,3 +66,26 @@ def test_a_robot_alone_keeps_todays_ids(tmp_path, embedder, milvus_server):
         assert alone.graph.refresh_people() is False  # nothing shared
     finally:
         alone.close()
+
+
+def test_a_person_saved_after_another_robot_merged_it_stays_merged(tmp_path, embedder, milvus_server, monkeypatch):
+    prefix = fresh_prefix()
+    a = robot(milvus_server, prefix, "robot_a", 1, embedder, tmp_path)
+    b = robot(milvus_server, prefix, "robot_b", 2, embedder, tmp_path)
+    try:
+        a.ingest(clip(0, faces=[face("face_1", 1)], voices=[voice("voice_1", 2, 4, "hello")]))  # two persons
+        b.ingest(clip(0, faces=[face("face_1", 5)], voices=[voice("voice_1", 6, 8, "hello again")],
+                      matches=[match("face_1", "voice_1", 8)]))  # fmt: skip
+        assert b.graph.person_of("voice_1001") == "person_1001"  # b merged person_2001 away
+        monkeypatch.setattr(a.graph, "refresh_people", lambda: False)  # a has not seen the merge yet...
+        a.ingest(clip(1, voices=[voice("voice_1", 32, 34, "still here")]))  # ...and saves person_2001
+        monkeypatch.undo()
+        c = robot(milvus_server, prefix, "robot_c", 3, embedder, tmp_path)
+        try:
+            assert "person_2001" not in c.graph.entities and c.graph.person_of("voice_1001") == "person_1001"
+            assert c.search.get_stats().persons == 1
+        finally:
+            c.close()
+    finally:
+        a.close()
+        b.close()
