@@ -11,9 +11,15 @@ from m3_memory.milvus_server import MilvusLiteServer
 
 
 def pytest_generate_tests(metafunc) -> None:
-    """A module lists its back-ends in BACKENDS (default: the SQLite store only)."""
-    if "backend_name" in metafunc.fixturenames:
-        metafunc.parametrize("backend_name", getattr(metafunc.module, "BACKENDS", ("sqlite",)))
+    """A module that lists back-ends in BACKENDS runs its memory tests on each (test ids [sqlite], [milvus])."""
+    if "backend_name" in metafunc.fixturenames and hasattr(metafunc.module, "BACKENDS"):
+        metafunc.parametrize("backend_name", metafunc.module.BACKENDS)
+
+
+@pytest.fixture
+def backend_name() -> str:
+    """The SQLite store, in modules without BACKENDS (their test ids stay as they were)."""
+    return "sqlite"
 
 
 @pytest.fixture(scope="session")
