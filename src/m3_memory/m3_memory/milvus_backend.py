@@ -71,8 +71,10 @@ class MilvusBackend:
         import grpc
 
         self._errors = (MilvusException, grpc.RpcError, ConnectionError, OSError)  # pymilvus lets a deadline through
+        self.client = None
         try:
-            self.client = MilvusClient(uri=uri, timeout=30)
+            self._check_reachable()  # at once, not after pymilvus' connection timeout
+            self.client = MilvusClient(uri=uri, timeout=int(config.timeout_s))
             self._ensure_collections()
         except self._errors as error:
             self.close()
