@@ -34,10 +34,19 @@ def _backend(uri: str, prefix: str, robot: str, slot: int, spool: str):
 
 def robot_main(uri: str, prefix: str, robot: str, slot: int, spool: str, clips: int, per_clip: int) -> int:
     """One robot: clips of random unit vectors (storage is measured, not the text model)."""
+    from m3_memory.errors import StoreError
     from m3_memory.graph import MemorizerOutput, MemoryGraph
     from m3_memory.records import KIND_EPISODIC, ClipEvidence, MemoryDraft
 
-    graph = MemoryGraph(_backend(uri, prefix, robot, slot, spool), DIM)
+    deadline = time.monotonic() + 120.0
+    while True:  # a robot starting while the server is away waits for it (its node would retry too)
+        try:
+            graph = MemoryGraph(_backend(uri, prefix, robot, slot, spool), DIM)
+            break
+        except StoreError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
     rng = np.random.default_rng(slot)
     begin = time.perf_counter()
     for index in range(clips):
@@ -48,7 +57,12 @@ def robot_main(uri: str, prefix: str, robot: str, slot: int, spool: str, clips: 
         vectors = rng.normal(size=(per_clip, DIM)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         graph.apply_clip(ClipEvidence(index, start, start + 30 * NS), {}, MemorizerOutput(drafts), vectors, [])
-    graph.backend.close()  # writes what still waits on disk
+    while graph.backend.spool.pending() and time.monotonic() < deadline + 120.0:
+        try:  # a robot that stays up writes its buffered clips once the server is back
+            graph.backend.flush_spool()
+        except (StoreError, *graph.backend._errors):
+            time.sleep(0.5)
+    graph.backend.close()
     print(json.dumps({"robot": robot, "seconds": time.perf_counter() - begin}), flush=True)
     return 0
 
@@ -97,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clips", type=int, default=40, help="clips per robot (default 40)")
     parser.add_argument("--per-clip", type=int, default=50, help="memories per clip (default 50)")
     parser.add_argument("--outage-s", type=float, default=3.0, help="how long the server stays down (default 3)")
+    parser.add_argument("--kill-after-s", type=float, default=5.0, help="when the server is killed (default 5)")
     parser.add_argument("--role", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.role:
@@ -118,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
          str(args.clips), str(args.per_clip)], stdout=subprocess.PIPE, text=True) for i in range(1, args.robots + 1)
     }  # fmt: skip
     begin = time.perf_counter()
-    time.sleep(5.0)  # robots and searchers at work
+    time.sleep(args.kill_after_s)  # robots and searchers at work
     server.stop(kill=True)
     down = time.perf_counter()
     time.sleep(args.outage_s)
