@@ -109,6 +109,9 @@ class MemoryBackend(Protocol):
         """Entities, samples, merges and evidence as all robots stored them, when people are shared
         (a fleet); None when they are not. Raises StoreError while the storage is unreachable."""
 
+    def flush_pending(self) -> int:
+        """Write what waits for an unreachable storage (Milvus' on-disk buffer); how many clips."""
+
     def entity_crop(self, entity_id: str) -> bytes: ...
 
     @property

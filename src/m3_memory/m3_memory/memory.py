@@ -80,6 +80,12 @@ class Memory:
         finally:
             self.graph.backend.close()
 
+    def flush_pending(self) -> int:
+        """Write clips the back-end buffered while its storage was away (Milvus), between clips;
+        returns how many were written (0 also while the storage is still away)."""
+        with self.graph.ingest_lock:
+            return self.graph.backend.flush_pending()
+
     @property
     def next_clip_index(self) -> int:
         return self.graph.last_clip_index + 1

@@ -127,6 +127,15 @@ class MilvusBackend:
         """Whose record this is: the fleet's for people when in a fleet, else this robot's."""
         return FLEET_NAMESPACE if self.config.fleet_slot > 0 and kind in PEOPLE_KINDS else self.robot_id
 
+    def flush_pending(self) -> int:
+        """flush_spool for the idle node: 0 while the server is still away."""
+        if not self.spool.pending():
+            return 0
+        try:
+            return self.flush_spool()
+        except self._errors:
+            return 0
+
     def key(self, kind: str, key: str) -> str:
         return f"{self.namespace(kind)}/{kind}/{key}"
 

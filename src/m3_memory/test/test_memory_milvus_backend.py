@@ -173,3 +173,32 @@ def test_a_full_buffer_refuses_the_clip_and_leaves_no_trace(tmp_path, embedder):
     finally:
         memory.close()
         server.stop()
+
+
+def test_an_idle_node_writes_its_buffered_clips_when_the_server_is_back(tmp_path, embedder):
+    import time
+
+    from m3_memory.ingest_worker import ClipIngester
+
+    server = MilvusLiteServer(str(tmp_path / "data")).start()
+    spool = str(tmp_path / "spool")
+    memory = milvus_memory(server, "idle", embedder, spool)
+    ingester = ClipIngester(memory, 4, 1.0)
+    try:
+        server.stop(kill=True)
+        ingester.submit(clips()[0])
+        assert ingester.wait_idle(60) and len(os.listdir(spool)) == 1  # stored on disk meanwhile
+        server.start()  # no further clip comes: the idle worker writes the buffered one
+        deadline = time.monotonic() + 30
+        while os.listdir(spool) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert os.listdir(spool) == []
+        other = milvus_memory(server, "idle", embedder, str(tmp_path / "other_spool"))
+        try:
+            assert sorted(other.graph.clips) == [0]
+        finally:
+            other.close()
+    finally:
+        ingester.close()
+        memory.close()
+        server.stop()
