@@ -2,8 +2,9 @@
 
 `<prefix>_text` holds the text memories with their embeddings (the vector field, indexed with the
 configured index type); `<prefix>_records` holds everything else as JSON records keyed by
-"<robot_id>/<kind>/<key>" (clips, entities, face/voice samples, crops, match evidence, merges,
-weights, id counters, meta): Milvus needs a vector field in every collection, so records carry a
+"<namespace>/<kind>/<key>" (clips, entities, face/voice samples, crops, match evidence, merges,
+weights, id counters, meta; the namespace is the robot_id, or "fleet" for a fleet member's people:
+m3_memory.milvus_writer): Milvus needs a vector field in every collection, so records carry a
 2-d placeholder. Every row has robot_id, so one Milvus serves a fleet and a robot loads its own.
 
 Milvus has no transactions: a clip's changes are buffered and written when the clip ends, its text
@@ -30,6 +31,7 @@ from m3_memory.milvus_spool import ClipSpool
 from m3_memory.milvus_writer import (
     FLEET_NAMESPACE,
     FLEET_SLOTS,
+    MAX_TEXT_BYTES,
     PEOPLE_KINDS,
     PLACEHOLDER,
     TEXT_FIELDS,
@@ -44,6 +46,7 @@ class MilvusBackend:
     """MemoryBackend over a Milvus server (or a local directory served by a milvus-lite child process)."""
 
     def __init__(self, config: MilvusConfig, text_dim: int) -> None:
+        import grpc
         from pymilvus import MilvusClient
         from pymilvus.exceptions import MilvusException
 
@@ -59,7 +62,10 @@ class MilvusBackend:
         if not uri.startswith(("http://", "https://", "tcp://", "grpc://")):
             from m3_memory.milvus_server import MilvusLiteServer
 
-            self.server = MilvusLiteServer(uri).start()
+            try:
+                self.server = MilvusLiteServer(uri).start()
+            except (OSError, RuntimeError) as error:  # not installed, or it did not start
+                raise StoreError(f"cannot serve the Milvus Lite directory {uri}: {error}") from error
             uri = self.server.uri
         self.location = config.uri
         self._address = self._host_port(uri)
@@ -68,8 +74,6 @@ class MilvusBackend:
         self._counters: dict[str, int] = {}
         self._meta: dict[str, str] = {}
         self._meta_pending: dict[str, str] = {}
-        import grpc
-
         self._errors = (MilvusException, grpc.RpcError, ConnectionError, OSError)  # pymilvus lets a deadline through
         self.client = None
         try:
@@ -155,7 +159,7 @@ class MilvusBackend:
             for name in ("seq", "clip_index", "start_ns", "end_ns"):
                 schema.add_field(name, DataType.INT64)
             schema.add_field("kind", DataType.VARCHAR, max_length=16)
-            schema.add_field("text", DataType.VARCHAR, max_length=65535)
+            schema.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES)
             schema.add_field("entity_ids", DataType.JSON)
             schema.add_field("vector", DataType.FLOAT_VECTOR, dim=self.text_dim)
             index = self.client.prepare_index_params()

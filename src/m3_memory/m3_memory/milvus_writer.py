@@ -25,6 +25,7 @@ FLEET_NAMESPACE = "fleet"
 FLEET_SLOTS = 1000  # a fleet member's n-th id number is n * FLEET_SLOTS + fleet_slot
 
 PLACEHOLDER = [1.0, 0.0]  # the records collection's vector (Milvus requires one per collection)
+MAX_TEXT_BYTES = 65535  # the text field's max_length
 MAX_JSON_BYTES = 60000  # Milvus' JSON field limit is 64 KiB; larger crops are not stored
 TEXT_FIELDS = ["node_id", "seq", "kind", "text", "clip_index", "start_ns", "end_ns", "entity_ids"]
 
@@ -130,6 +131,9 @@ class MilvusWriter:
 
     def add_text_nodes(self, nodes: list[TextNode], vectors: np.ndarray) -> None:
         for node, vector in zip(nodes, vectors, strict=True):
+            size = len(node.text.encode("utf-8"))
+            if size > MAX_TEXT_BYTES:  # refused now: Milvus would refuse it on every retry of a buffered clip
+                raise ValueError(f"memory {node.node_id} is {size} bytes; Milvus holds at most {MAX_TEXT_BYTES}")
             row = {name: getattr(node, name) for name in TEXT_FIELDS}
             row.update(node_key=self.backend.key("text", node.node_id), robot_id=self.backend.robot_id)
             row["vector"] = np.asarray(vector, dtype=np.float32).tolist()

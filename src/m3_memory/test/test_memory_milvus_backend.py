@@ -202,3 +202,15 @@ def test_an_idle_node_writes_its_buffered_clips_when_the_server_is_back(tmp_path
         ingester.close()
         memory.close()
         server.stop()
+
+
+def test_a_memory_too_long_for_milvus_is_refused_before_anything_is_written(tmp_path, embedder, milvus_server):
+    memory = open_memory("milvus", "", embedder, milvus_server)
+    try:
+        with pytest.raises(ValueError, match="Milvus holds at most 65535"):
+            memory.ingest(clip(0, voices=[voice("voice_1", 1, 3, "la " * 30000)]))
+        assert memory.graph.clips == {}
+        assert memory.ingest(clips()[0]).clip_index == 0  # the next clip is stored as usual
+        assert memory.graph.backend.spool.pending() == []
+    finally:
+        memory.close()
