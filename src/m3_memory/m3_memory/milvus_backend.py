@@ -46,6 +46,7 @@ class MilvusBackend:
     """MemoryBackend over a Milvus server (or a local directory served by a milvus-lite child process)."""
 
     def __init__(self, config: MilvusConfig, text_dim: int) -> None:
+        """text_dim: the embedder's dimension; 0 opens existing collections with theirs."""
         import grpc
         from pymilvus import MilvusClient
         from pymilvus.exceptions import MilvusException
@@ -80,6 +81,9 @@ class MilvusBackend:
             self._check_reachable()  # at once, not after pymilvus' connection timeout
             self.client = MilvusClient(uri=uri, timeout=int(config.timeout_s))
             self._ensure_collections()
+        except StoreError:
+            self.close()
+            raise
         except self._errors as error:
             self.close()
             raise StoreError(f"Milvus at {config.uri} is unavailable: {error}") from error
@@ -151,6 +155,8 @@ class MilvusBackend:
     def _ensure_collections(self) -> None:
         from pymilvus import DataType, MilvusClient
 
+        if self.text_dim == 0 and not self.client.has_collection(self.text_name):
+            raise StoreError(f"Milvus holds no collection {self.text_name} (no memory with this prefix)")
         if not self.client.has_collection(self.text_name):
             schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
             schema.add_field("node_key", DataType.VARCHAR, is_primary=True, max_length=256)
@@ -178,6 +184,15 @@ class MilvusBackend:
             index = self.client.prepare_index_params()
             index.add_index(field_name="vector", index_type="FLAT", metric_type="L2")
             self._create(self.records_name, schema, index)
+        fields = self.client.describe_collection(self.text_name)["fields"]
+        dim = next((int(f["params"]["dim"]) for f in fields if f["name"] == "vector"), None)
+        if self.text_dim == 0:  # text_dim 0: adopt the stored dimension (reading a memory whatever its model)
+            self.text_dim = dim or 0
+        if dim != self.text_dim:  # else every write would fail (and wait in the buffer for ever)
+            raise StoreError(
+                f"Milvus collection {self.text_name} holds {dim}-d text embeddings; the embedder gives "
+                f"{self.text_dim}-d: choose another milvus_collection_prefix"
+            )
         for name in (self.text_name, self.records_name):  # a restarted server holds them released
             self.client.load_collection(name)
 

@@ -66,12 +66,9 @@ def to_milvus_main(argv: list[str] | None = None) -> int:
 def from_milvus_main(argv: list[str] | None = None) -> int:
     """Copy robot --robot-id's memory from Milvus into a new memory directory."""
     args = _parser("from-milvus", from_milvus_main.__doc__, "new memory directory (missing or empty)").parse_args(argv)
-    probe = _milvus(args, DEFAULT_TEXT_DIM)  # the collections' own dimension is read from Milvus
-    try:
-        fields = probe.client.describe_collection(probe.text_name)["fields"]
-        text_dim = next(int(f["params"]["dim"]) for f in fields if f["name"] == "vector")
-    finally:
-        probe.close()
+    probe = _milvus(args, 0)  # the collections' own dimension
+    text_dim = probe.text_dim
+    probe.close()
     source = _milvus(args, text_dim)
     try:
         if not source.load(text_dim).clips:

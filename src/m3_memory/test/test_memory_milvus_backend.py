@@ -214,3 +214,10 @@ def test_a_memory_too_long_for_milvus_is_refused_before_anything_is_written(tmp_
         assert memory.graph.backend.spool.pending() == []
     finally:
         memory.close()
+
+
+def test_collections_of_another_dimension_are_refused(embedder, milvus_server):
+    prefix = fresh_prefix()
+    MilvusBackend(MilvusConfig(uri=milvus_server.uri, collection_prefix=prefix), embedder.dim).close()
+    with pytest.raises(StoreError, match="holds 384-d text embeddings; the embedder gives 8-d"):
+        MilvusBackend(MilvusConfig(uri=milvus_server.uri, collection_prefix=prefix), 8)
