@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -72,7 +73,7 @@ def searcher_main(uri: str, prefix: str, stop_file: str) -> int:
 
     from m3_memory.errors import StoreError
 
-    backend = _backend(uri, prefix, "searcher", 0, tempfile.mkdtemp(prefix="m3_fleet_search_"))
+    backend = _backend(uri, prefix, "searcher", 0, os.path.join(os.path.dirname(stop_file), "spool_searcher"))
     rng = np.random.default_rng(99)
     latencies, errors = [], 0
     while not os.path.exists(stop_file):
@@ -150,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         lost += args.clips * args.per_clip - distinct
         duplicated += rows - distinct
     server.stop()
+    shutil.rmtree(work, ignore_errors=True)
 
     def pct(q: float) -> float | None:
         return round(float(np.percentile(latencies, q)), 3) if latencies else None
