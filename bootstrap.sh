@@ -125,10 +125,37 @@ ensure_llm() {
     || die "the language model could not be set up (message above)"
 }
 
+# The Milvus back-end (src/m3_memory README "Milvus and fleets"): its client pins into the venv
+# (--no-deps, see tools/requirements-milvus.txt) and the milvus-lite server into a venv of its own
+# under ~/.cache/m3-agent (shared by every clone on this machine; tests start it on a free port).
+MILVUS_SERVER_VENV=$HOME/.cache/m3-agent/milvus-lite-3.2.2
+
+ensure_milvus() {
+  local reqs="$ROOT/tools/requirements-milvus.txt" server="$ROOT/tools/requirements-milvus-server.txt" want
+  want=$(hash_files "$reqs")
+  if ! { [ -f "$VENV/.m3-milvus" ] && [ "$(cat "$VENV/.m3-milvus")" = "$want" ]; }; then
+    log "installing the Milvus client (pymilvus)"
+    quiet_pip install -q --no-deps -r "$reqs"
+    "$VENV/bin/python" -c 'import pymilvus, mediapipe' || die "pymilvus did not install; see the pip output above"
+    echo "$want" >"$VENV/.m3-milvus"
+  fi
+  want=$(hash_files "$server")
+  [ -f "$MILVUS_SERVER_VENV/.m3-milvus-server" ] && [ "$(cat "$MILVUS_SERVER_VENV/.m3-milvus-server")" = "$want" ] && return 0
+  log "installing the milvus-lite server into $MILVUS_SERVER_VENV"
+  if [ ! -x "$MILVUS_SERVER_VENV/bin/python" ]; then
+    "$("$VENV/bin/python" -c 'import sys; print(sys._base_executable)')" -m venv "$MILVUS_SERVER_VENV" \
+      || die "cannot create the virtualenv $MILVUS_SERVER_VENV"
+  fi
+  "$MILVUS_SERVER_VENV/bin/python" -m pip install -q -r "$server" 2>&1 | grep -v "is ignored: it is neither" >&2 || true
+  "$MILVUS_SERVER_VENV/bin/milvus-lite" server --help >/dev/null || die "the milvus-lite server did not install"
+  echo "$want" >"$MILVUS_SERVER_VENV/.m3-milvus-server"
+}
+
 setup() {
   ensure_apt_packages
   ensure_venv
   ensure_build
+  ensure_milvus
   ensure_llm
 }
 

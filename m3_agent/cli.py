@@ -211,6 +211,7 @@ def _cmd_make_episode(args: argparse.Namespace) -> int:
 BENCHMARKS = {
     "perception": "m3_perception.bench",
     "memory": "m3_memory.bench",
+    "fleet": "m3_memory.bench_fleet",
     "control": "m3_control.bench",
     "replay": "m3_agent.replay_bench",
 }

@@ -17,6 +17,11 @@ def memory_dir(p: Mapping[str, Any]) -> str:
     return os.path.abspath(os.path.expanduser(str(p["memory_dir"])))
 
 
+def memory_location(p: Mapping[str, Any]) -> str:
+    """Where the memory lives, for messages and stats: the directory, or the Milvus URI."""
+    return str(p["milvus_uri"]) if p["memory_backend"] == "milvus" else memory_dir(p)
+
+
 def graph_config(p: Mapping[str, Any]) -> GraphConfig:
     return GraphConfig(
         reinforce_threshold=p["reinforce_threshold"],
@@ -57,25 +62,60 @@ def make_memorizer(p: Mapping[str, Any]):
     raise ValueError(f"memorizer must be 'rules' or 'openai', got {p['memorizer']!r}")
 
 
+def milvus_config(p: Mapping[str, Any]):
+    from m3_memory.milvus_backend import MilvusConfig
+
+    uri = str(p["milvus_uri"])
+    if not uri.startswith(("http://", "https://", "tcp://", "grpc://")):
+        uri = os.path.abspath(os.path.expanduser(uri))  # a local directory served by milvus-lite
+    return MilvusConfig(
+        uri=uri,
+        collection_prefix=p["milvus_collection_prefix"],
+        robot_id=p["robot_id"],
+        index_type=p["milvus_index_type"],
+        index_params=p["milvus_index_params"],
+        search_params=p["milvus_search_params"],
+        spool_dir=p["milvus_spool_dir"],
+        spool_max_mb=p["milvus_spool_max_mb"],
+        timeout_s=p["milvus_timeout_s"],
+        fleet_slot=p["fleet_slot"],
+    )
+
+
+def make_embedder(p: Mapping[str, Any]):
+    from m3_memory.embedder import TextEmbedder
+
+    return TextEmbedder(
+        p["text_model_path"] or None,
+        runtime=p["text_runtime"],
+        onnx_cache_dir=p["text_onnx_cache_dir"] or None,
+        threads=p["text_threads"],
+    )
+
+
 def open_memory(p: Mapping[str, Any], embedder=None, memorizer=None) -> Memory:
-    """Open the store first (a bad store is reported before models load), then the embedder.
+    """Open the back-end (memory_backend) and the embedder: the SQLite store first (a bad store is
+    reported before models load); Milvus after the embedder (its collections need the dimension).
 
     memorizer: one built already with make_memorizer (a bad memorizer setting should fail before
     the store is touched); None builds it here.
     """
     memorizer = memorizer if memorizer is not None else make_memorizer(p)
+    if p["memory_backend"] == "milvus":
+        from m3_memory.milvus_backend import MilvusBackend
+
+        embedder = embedder or make_embedder(p)
+        backend = MilvusBackend(milvus_config(p), embedder.dim)
+        try:
+            return Memory(backend, embedder, graph_config(p), search_config(p), memorizer)
+        except BaseException:
+            backend.close()
+            raise
+    if p["memory_backend"] != "sqlite":
+        raise ValueError(f"memory_backend must be 'sqlite' or 'milvus', got {p['memory_backend']!r}")
     store = MemoryStore(memory_dir(p))
     try:
-        if embedder is None:
-            from m3_memory.embedder import TextEmbedder
-
-            embedder = TextEmbedder(
-                p["text_model_path"] or None,
-                runtime=p["text_runtime"],
-                onnx_cache_dir=p["text_onnx_cache_dir"] or None,
-                threads=p["text_threads"],
-            )
-        return Memory(store, embedder, graph_config(p), search_config(p), memorizer)
+        return Memory(store, embedder or make_embedder(p), graph_config(p), search_config(p), memorizer)
     except BaseException:
         store.close()
         raise

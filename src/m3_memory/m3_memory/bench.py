@@ -25,7 +25,9 @@ Prints progress to stderr and, as the LAST stdout line, one JSON object:
   recall_at_10_eps: ann-benchmarks' recall (a result counts when its cosine is within 0.001 of the
   exact 10th best), which does not count misses among near-ties;
 - hnsw: M, ef_construction, ef; open_s: seconds to reopen the memory (saved index, no rebuild);
-- disk_bytes_per_node; peak_rss_mb: the bench process's peak resident memory (building included).
+- disk_bytes_per_node; peak_rss_mb: the bench process's peak resident memory (building included);
+- backend: --backend sqlite (the default store) or milvus (m3_memory.bench_backend: a milvus-lite
+  server started here, or --milvus-uri; search runs in the memory's own index either way).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ import time
 import numpy as np
 
 from m3_memory import ann_index
+from m3_memory.bench_backend import BenchBackend
 from m3_memory.bench_texts import OBJECTS, VERBS, sentences
 from m3_memory.graph import MemorizerOutput
 from m3_memory.memory import Memory
@@ -214,7 +217,7 @@ def service_client(path: str) -> int:
     return 0
 
 
-def service_latencies(memory_dir: str, embedder, sets: dict[str, list[str]]) -> dict[str, list[float]]:
+def service_latencies(parameters: dict, embedder, sets: dict[str, list[str]]) -> dict[str, list[float]]:
     """search_node through the real service: the node in this process, the client in another."""
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
@@ -224,7 +227,8 @@ def service_latencies(memory_dir: str, embedder, sets: dict[str, list[str]]) -> 
     from m3_perception.managed_node import bring_up
 
     rclpy.init()
-    node = bring_up(MemoryNode(embedder=embedder, parameter_overrides=[Parameter("memory_dir", value=memory_dir)]))
+    overrides = [Parameter(name, value=value) for name, value in parameters.items()]
+    node = bring_up(MemoryNode(embedder=embedder, parameter_overrides=overrides))
     server = MultiThreadedExecutor()
     server.add_node(node)
     thread = threading.Thread(target=server.spin, daemon=True)
@@ -275,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
         "--hnsw-ef-construction", type=int, help=f"ef_construction (default {ann_index.HNSW_EF_CONSTRUCTION})"
     )
     parser.add_argument("--hnsw-ef", type=int, help=f"text index search ef (default {ann_index.HNSW_EF})")
+    parser.add_argument("--backend", choices=("sqlite", "milvus"), default="sqlite", help="storage (default sqlite)")
+    parser.add_argument("--milvus-uri", default="", help="--backend milvus: a server (default: a milvus-lite here)")
     parser.add_argument("--service-client", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.service_client:
@@ -295,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
         tmp = tempfile.TemporaryDirectory(prefix="m3_bench_memory_")
         memory_dir = tmp.name
     people = 40
-    memory = Memory.open(memory_dir)
+    where = BenchBackend(args.backend, memory_dir, args.milvus_uri)
+    memory = where.open()
     embedder = memory.embedder
     before = len(memory.graph.text)
     if args.sentence_set is None:
@@ -328,25 +335,21 @@ def main(argv: list[str] | None = None) -> int:
         memory.search.search_node(query, top_k=10)  # repeated query: embedding from the LRU cache
         warm_ms.append((time.perf_counter() - begin) * 1000.0)
     recall, recall_eps = recall_at_10(memory, embedder.embed(queries[: min(100, len(queries))]))
-    memory.store.conn().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    where.settle(memory)
     nodes = len(memory.graph.text)
     memory.close()  # saves the text index
     del memory
-    disk = sum(
-        os.path.getsize(os.path.join(memory_dir, f))
-        for f in os.listdir(memory_dir)
-        if os.path.isfile(os.path.join(memory_dir, f))
-    )
+    disk = where.disk_bytes()
     begin = time.perf_counter()
-    reopened = Memory.open(memory_dir, embedder=embedder)
+    reopened = where.open(embedder=embedder)
     open_s = time.perf_counter() - begin
     loaded = reopened.graph.text_index_loaded
-    reopened.store.close()  # not close(): the saved index is current
+    where.release(reopened)  # not close(): the saved index is current
     del reopened
     service: dict[str, list[float]] = {}
     if not args.no_service:
         service = service_latencies(
-            memory_dir, embedder, {"warm": queries[:100], "cold": [q + " again" for q in queries[:100]]}
+            where.node_parameters(), embedder, {"warm": queries[:100], "cold": [q + " again" for q in queries[:100]]}
         )
 
     embedding = None
@@ -381,7 +384,9 @@ def main(argv: list[str] | None = None) -> int:
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "load": os.getloadavg()[0],
         "memory_dir": os.path.abspath(memory_dir) if args.memory_dir else None,
+        "backend": args.backend,
     }
+    where.close()
     print(json.dumps(result), flush=True)
     if tmp is not None:
         tmp.cleanup()

@@ -28,6 +28,8 @@ from m3_memory.rules_memorizer import RulesMemorizer
 
 Log = Callable[[str, str], None]  # (level: "info" | "warning" | "error", message)
 
+IDLE_FLUSH_S = 2.0  # while no clip waits: clips buffered during a storage outage are written this often
+
 
 @dataclass
 class IngestStats:
@@ -153,7 +155,12 @@ class ClipIngester:
         while True:
             with self._cond:
                 while not self._queue and not self._closing:
-                    self._cond.wait()
+                    if not self._cond.wait(IDLE_FLUSH_S):
+                        self._cond.release()  # not held while writing to the storage
+                        try:
+                            self.memory.flush_pending()
+                        finally:
+                            self._cond.acquire()
                 if not self._queue:
                     return
                 clip = self._queue[0]

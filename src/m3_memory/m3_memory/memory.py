@@ -12,6 +12,7 @@ from typing import Protocol
 
 import numpy as np
 
+from m3_memory.backend import MemoryBackend
 from m3_memory.embedder import TextEmbedder
 from m3_memory.graph import GraphConfig, MemorizerOutput, MemoryGraph, usable_embedding
 from m3_memory.records import KIND_FACE, KIND_VOICE, ClipEvidence, ClipRecord, MemoryDraft
@@ -41,13 +42,13 @@ class Memory:
 
     def __init__(
         self,
-        store: MemoryStore,
+        store: MemoryStore | MemoryBackend,
         embedder: TextEmbedder,
         graph_config: GraphConfig | None = None,
         search_config: SearchConfig | None = None,
         memorizer: Memorizer | None = None,
     ) -> None:
-        self.store = store
+        self.store = store  # the MemoryStore of the SQLite default, else the back-end itself
         self.embedder = embedder
         self.graph = MemoryGraph(store, embedder.dim, graph_config)
         self.memorizer = memorizer or RulesMemorizer(
@@ -77,7 +78,13 @@ class Memory:
         try:
             self.graph.save_text_index()
         finally:
-            self.store.close()
+            self.graph.backend.close()
+
+    def flush_pending(self) -> int:
+        """Write clips the back-end buffered while its storage was away (Milvus), between clips;
+        returns how many were written (0 also while the storage is still away)."""
+        with self.graph.ingest_lock:
+            return self.graph.backend.flush_pending()
 
     @property
     def next_clip_index(self) -> int:
@@ -102,6 +109,7 @@ class Memory:
             return None
         graph = self.graph
         with graph.ingest_lock:
+            graph.refresh_people()  # a fleet's people as the other robots left them (else a no-op)
             first: dict[str, int] = {}
             embeddings: dict[str, list[np.ndarray]] = {}
             for face in clip.faces:

@@ -17,7 +17,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from m3_interfaces.msg import ClipMemory, Entity, EntityMatch, FaceTracks, VoiceSegment
 from m3_interfaces.srv import GetEntity, GetStats, SearchClip, SearchNode
 from m3_memory import errors
-from m3_memory.assembly import clip_ingester, clip_windows, make_memorizer, memory_dir, open_memory
+from m3_memory.assembly import clip_ingester, clip_windows, make_memorizer, memory_location, open_memory
 from m3_memory.clip_window import ClipWindows
 from m3_memory.errors import MemoryApiError, ModelMissingError, StoreError
 from m3_memory.hri_output import HriPersonsOutput
@@ -44,7 +44,7 @@ class MemoryNode(ManagedNode):
         for name, (default, descriptor) in PARAMETERS.items():
             self.declare_parameter(name, default, descriptor)
         self.embedder = embedder
-        self.memory_dir = memory_dir({name: self.get_parameter(name).value for name in PARAMETERS})
+        self.memory_dir = memory_location({name: self.get_parameter(name).value for name in PARAMETERS})
         self.memory: Memory | None = None
         self.ingester: ClipIngester | None = None
         self.hri: HriPersonsOutput | None = None
@@ -56,7 +56,7 @@ class MemoryNode(ManagedNode):
 
     def configure(self) -> None:
         p = {name: self.get_parameter(name).value for name in PARAMETERS}
-        self.memory_dir = memory_dir(p)
+        self.memory_dir = memory_location(p)  # a directory, or a Milvus URI
         self.store_error = ""
         self.encoders = QueryEncoders(max_image_pixels=p["max_image_pixels"], max_audio_s=p["max_query_audio_s"])
         memorizer = make_memorizer(p)  # a bad memorizer setting fails configure

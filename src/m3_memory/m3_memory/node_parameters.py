@@ -27,6 +27,32 @@ def _text(description: str) -> ParameterDescriptor:
 PARAMETERS = {
     "autostart": AUTOSTART,
     "memory_dir": ("~/.m3/memory", _text("memory directory (SQLite store + schema.json); ~ is expanded")),
+    "memory_backend": ("sqlite", _text("storage back-end: 'sqlite' (memory_dir) or 'milvus' (milvus_uri)")),
+    "milvus_uri": (
+        "http://127.0.0.1:19530",
+        _text("memory_backend milvus: http://host:19530 (a Milvus server), or a local directory served by milvus-lite"),
+    ),
+    "milvus_collection_prefix": ("m3", _text("memory_backend milvus: collections <prefix>_text and <prefix>_records")),
+    "milvus_index_type": (
+        "HNSW",
+        _text("memory_backend milvus: index type of the text vectors (HNSW, IVF_FLAT, FLAT)"),
+    ),
+    "milvus_index_params": ('{"M": 16, "efConstruction": 200}', _text("memory_backend milvus: index params (JSON)")),
+    "milvus_search_params": ('{"ef": 128}', _text("memory_backend milvus: search params of the text index (JSON)")),
+    "milvus_timeout_s": (5, _int("memory_backend milvus: longest Milvus call before a clip is buffered [s]", 1, 600)),
+    "milvus_spool_dir": (
+        "",
+        _text("memory_backend milvus: where clips wait while Milvus is unreachable (empty = ~/.m3/milvus_spool/...)"),
+    ),
+    "milvus_spool_max_mb": (
+        256.0,
+        _float("memory_backend milvus: largest on-disk buffer of unsent clips; then clips are refused [MiB]", 1.0, 1e6),
+    ),
+    "fleet_slot": (
+        0,
+        _int("memory_backend milvus: 1..999 = a fleet member (people shared, ids n*1000+slot); 0 = alone", 0, 999),
+    ),
+    "robot_id": ("robot", _text("this robot's id, stored on every Milvus row (one Milvus can serve a fleet)")),
     "clip_seconds": (30.0, _float("length of a clip window on the stream clock [s]", 1.0, 3600.0)),
     "clip_close_delay": (2.0, _float("wait this long past a window's end for late utterances [s]", 0.0, 60.0)),
     "memorizer": ("rules", _text("memorizer back-end: 'rules' (offline, deterministic) or 'openai'")),

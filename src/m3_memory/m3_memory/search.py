@@ -440,7 +440,7 @@ class MemorySearch:
         for face_id in crop_from:
             face = graph.entities.get(face_id)
             if face is not None and face.crop_score > best:
-                data = graph.store.entity_crop(face_id)
+                data = graph.backend.entity_crop(face_id)
                 if data:
                     crop, best = data, face.crop_score
         return EntityView(
@@ -464,8 +464,8 @@ class MemorySearch:
                 persons=kinds.count(KIND_PERSON),
                 index_size=index_size,
                 disk_bytes=0,
-                schema_version=graph.store.schema_version,
-                memory_dir=graph.store.memory_dir,
+                schema_version=graph.backend.schema_version,
+                memory_dir=graph.backend.location,
             )
-        stats.disk_bytes = graph.store.disk_bytes()
+        stats.disk_bytes = graph.backend.disk_bytes()
         return stats

@@ -187,8 +187,22 @@ def import_reference_main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def to_milvus_main(argv: list[str] | None = None) -> int:
+    from m3_memory.milvus_tools import to_milvus_main as run
+
+    return run(argv)
+
+
+def from_milvus_main(argv: list[str] | None = None) -> int:
+    from m3_memory.milvus_tools import from_milvus_main as run
+
+    return run(argv)
+
+
 COMMANDS: dict[str, Callable[[list[str] | None], int]] = {
     "check": check_main,
+    "from-milvus": from_milvus_main,
+    "to-milvus": to_milvus_main,
     "export": export_main,
     "import": import_main,
     "import-reference": import_reference_main,

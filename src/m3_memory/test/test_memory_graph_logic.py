@@ -8,6 +8,8 @@ from m3mem_evidence import clip, face, match, unit, voice
 from m3_memory.graph import GraphConfig
 from m3_memory.memory import Memory
 
+BACKENDS = ("sqlite", "milvus")  # the tests on the `memory` fixture run on both back-ends
+
 
 def texts(record) -> list[str]:
     return [n.text for n in record.episodic + record.semantic]

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import rclpy
 from builtin_interfaces.msg import Time
+from dds_helpers import call, spin_until
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
@@ -89,22 +90,6 @@ def system(tmp_path_factory, faces):
     if node_proc.poll() is None:
         node_proc.kill()
         node_proc.wait()
-
-
-def spin_until(node: Node, predicate, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        rclpy.spin_once(node, timeout_sec=0.05)
-
-
-def call(node: Node, srv_type, name: str, request):
-    client = node.create_client(srv_type, name)
-    assert client.wait_for_service(timeout_sec=30.0)
-    future = client.call_async(request)
-    spin_until(node, future.done, 60)
-    node.destroy_client(client)
-    return future.result()
 
 
 def publish_face(system, t: float, face_id: str, embedding) -> None:
