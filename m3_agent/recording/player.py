@@ -126,7 +126,7 @@ class BagPlayer:
         self._clock = node.create_publisher(Clock, "/clock", 10) if options.publish_clock else None
         self.published = 0
         self.status = ReadStatus()  # messages skipped (CDR that does not deserialize), damage found
-        self._progress_ns = -1
+        self._progress_ns = -(2**62)  # no progress reported yet (stream stamps may start at 0)
         self._progress = threading.Condition()
         if options.keep_up_topic:
             node.create_subscription(Clock, options.keep_up_topic, self._on_progress, 10)
@@ -136,16 +136,18 @@ class BagPlayer:
             self._progress_ns = max(self._progress_ns, message.clock.sec * 1_000_000_000 + message.clock.nanosec)
             self._progress.notify_all()
 
-    def _keep_up(self, stamp_ns: int, first_ns: int, sent: dict[str, int], should_stop: Callable[[], bool]) -> bool:
-        """Block until the consumer has processed up to stamp - lead (the first lead is free), but
+    def _keep_up(self, topic: str, stamp_ns: int, sent: dict[str, int], should_stop: Callable[[], bool]) -> bool:
+        """Block until the consumer has processed up to stamp - lead (each topic's first message is free), but
         never past the last message sent on any topic (`sent`, header stamps: what the consumer's
         progress counts in): a consumer holds its progress at each stream's last input, and a stream
         that stopped early must not stall the rest.
         False when told to stop meanwhile (Ctrl-C)."""
+        if topic not in sent:
+            return True  # each topic's first message is free: the consumer reports nothing before input
         needed = keep_up_target(stamp_ns, self._options.keep_up_lead_s, sent)
         deadline = time.monotonic() + self._options.keep_up_timeout_s
         with self._progress:
-            while max(self._progress_ns, first_ns) < needed:
+            while self._progress_ns < needed:
                 if should_stop():
                     return False
                 left = deadline - time.monotonic()
@@ -174,7 +176,8 @@ class BagPlayer:
         for message, msg in iter_deserialized(self._bag, topics, offset, self.status):  # checked, sent raw
             if first_ns is None:
                 wall_start, first_ns = time.monotonic(), message.timestamp_ns
-            if self._options.keep_up_topic and not self._keep_up(message.timestamp_ns, first_ns, sent, should_stop):
+            keep_up = self._options.keep_up_topic
+            if keep_up and not self._keep_up(message.topic, message.timestamp_ns, sent, should_stop):
                 break
             if self._options.rate > 0:
                 due = wall_start + (message.timestamp_ns - first_ns) / 1e9 / self._options.rate
