@@ -20,6 +20,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 
 from m3_agent.recording.bag_reader import ReadStatus, bag_info, iter_deserialized
+from m3_perception.stamps import StampRejected, header_ns
 
 
 def message_class(msgtype: str) -> type:
@@ -99,11 +100,15 @@ def keep_up_target(stamp_ns: int, lead_s: float, sent: dict[str, int]) -> int:
 
 
 def stream_stamp_ns(msg, recorded_ns: int) -> int:
-    """A message's header stamp (the stream time a consumer reports progress in), else its log time."""
+    """A message's header stamp (the stream time a consumer reports progress in), else its log time
+    (no header, or a stamp no clock produces, which the consumer drops)."""
     header = getattr(msg, "header", None)
     if header is None:
         return recorded_ns
-    return int(header.stamp.sec) * 1_000_000_000 + int(header.stamp.nanosec)
+    try:
+        return header_ns(int(header.stamp.sec), int(header.stamp.nanosec))
+    except StampRejected:
+        return recorded_ns
 
 
 class BagPlayer:

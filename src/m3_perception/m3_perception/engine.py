@@ -141,15 +141,10 @@ class PerceptionEngine:
         """
         with self._lock:  # the inputs first: whatever they cover is already queued or being processed
             inputs = list(self._input_until)
-            faces_waiting = self._frame_slot is not None or self._busy[0]
+            faces = self._faces_until if self._frame_slot is not None or self._busy[0] else inputs[0]
         with self._audio_ready:
-            voices_waiting = bool(self._audio) or self._busy[1]
-        processed = (self._faces_until, self._voices_until)
-        bounds = [
-            done if waiting else received
-            for done, received, waiting in zip(processed, inputs, (faces_waiting, voices_waiting), strict=True)
-            if received > float("-inf")
-        ]
+            voices = self._voices_until if self._audio or self._busy[1] else inputs[1]
+        bounds = [bound for bound, received in zip((faces, voices), inputs, strict=True) if received > float("-inf")]
         return min(bounds) if bounds else float("-inf")
 
     def frame_pending(self) -> bool:
