@@ -108,6 +108,7 @@ def played_memory(ros, episode_bag, tmp_path_factory):
         assert counts["faces"] > 0 and counts["voices"] >= 3, counts
     finally:
         log = stop_suite(suite)
+    (memory_dir.parent / "suite.log").write_text(log)  # read it when a check below fails
     assert suite.returncode == 0, log[-3000:]
     return memory_dir
 
@@ -124,7 +125,9 @@ def test_memory_on_disk_has_the_people_their_names_and_what_they_said(played_mem
     faces = [e for e in export["entities"] if e["kind"] == "face"]
     assert len(faces) == 2, [f["entity_id"] for f in faces]  # Alice and Bob, one face identity each
     persons = {e["entity_id"]: e for e in export["entities"] if e["kind"] == "person"}
-    assert "Alice" in {p["name"] for p in persons.values()}
+    said = [n["text"] for n in export["text_nodes"]]
+    log = (played_memory.parent / "suite.log").read_text()
+    assert "Alice" in {p["name"] for p in persons.values()}, (said, log[-4000:])
     texts = " ".join(n["text"].lower() for n in export["text_nodes"])
     assert "kitchen drawer" in texts and "green tea" in texts
     # Alice's face and her voice were united into one person by face-voice evidence
