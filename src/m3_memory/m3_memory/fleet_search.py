@@ -84,7 +84,7 @@ class FleetSearch:
             return before_clip, before_stamp_ns
         graph = self.search.graph
         with graph.lock:
-            if before_clip >= graph.last_clip_index:
+            if before_clip > graph.last_clip_index:
                 return -1, before_stamp_ns
             earlier = [index for index in graph.clips if index <= before_clip]
             if not earlier:
