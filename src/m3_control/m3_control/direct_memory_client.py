@@ -99,8 +99,13 @@ class DirectMemoryClient:
         except Exception as error:  # every failure becomes the service's error mapping
             raise self._mapped("search_clip", error) from error
         return [
-            clip_of(record.clip_index, record.score, [*record.episodic, *record.semantic], record.node_scores,
-                    record.robot_id)  # fmt: skip
+            clip_of(
+                record.clip_index,
+                record.score,
+                [*record.episodic, *record.semantic],
+                record.node_scores,
+                record.robot_id,
+            )
             for record in records
         ]
 

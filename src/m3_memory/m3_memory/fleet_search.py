@@ -174,7 +174,9 @@ class FleetSearch:
                 for index in links[row["node_id"]] if row["kind"] == KIND_SEMANTIC else [row["clip_index"]]:
                     if clip_limit < 0 or index <= clip_limit:
                         scores[(robot, index)] = max(scores.get((robot, index), -2.0), row["score"])
-        ranked = sorted(((s, r, c) for (r, c), s in scores.items() if s >= threshold), key=lambda t: (-t[0], t[1], t[2]))
+        ranked = sorted(
+            ((s, r, c) for (r, c), s in scores.items() if s >= threshold), key=lambda t: (-t[0], t[1], t[2])
+        )
         chosen: list[tuple[float, str, int, dict]] = []
         stored: dict[str, dict[int, dict]] = {}
         for score, robot, index in ranked:
@@ -216,10 +218,8 @@ class FleetSearch:
         out = {}
         for score, index, clip in clips:
             listed = set(clip.get("nodes", []))
-            episodic = sorted(
-                (r for r in rows.values() if r["kind"] == KIND_EPISODIC and r["clip_index"] == index and r["node_id"] in listed),
-                key=lambda r: r["seq"],
-            )  # fmt: skip
+            own = [r for r in rows.values() if r["kind"] == KIND_EPISODIC and r["clip_index"] == index]
+            episodic = sorted((r for r in own if r["node_id"] in listed), key=lambda r: r["seq"])
             members = [rows[n] for n in semantic[index] if n in rows]  # as the local clip: every link
             record = ClipRecord(
                 index, clip["start_ns"], clip["end_ns"], clip["stored_ns"], [node(r) for r in episodic],

@@ -99,9 +99,8 @@ class FleetReader:
         terms += [f'(kind == "episodic" and clip_index == {int(index)})' for index in clips]
         for start in range(0, len(ids), CHUNK):
             terms.append(f"node_id in {quoted(ids[start : start + CHUNK])}")
-        rows = []
+        rows, fields = [], ["robot_id", *TEXT_FIELDS, "vector"]
         for start in range(0, len(terms), CHUNK):
             expr = f'robot_id == "{robot_id}" and {any_of(terms[start : start + CHUNK])}'
-            fields = ["robot_id", *TEXT_FIELDS, "vector"]
             rows += self._call(lambda e=expr: list(backend._iterate(backend.text_name, e, fields)))
         return rows

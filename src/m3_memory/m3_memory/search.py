@@ -180,8 +180,9 @@ class MemorySearch:
             if text_kinds:
                 vectors = self.embedder.embed(self.query_variants(query))
                 with self.graph.lock:
-                    local = self._text_hits(vectors, top_k, text_kinds, before_clip, before_stamp_ns) if scope.local else []
-                    hits += [self._hit(self.graph.text[node_id], score) for node_id, score in local]
+                    if scope.local:
+                        local = self._text_hits(vectors, top_k, text_kinds, before_clip, before_stamp_ns)
+                        hits += [self._hit(self.graph.text[node_id], score) for node_id, score in local]
                 hits += self.fleet.node_hits(scope, vectors, top_k, text_kinds, before_clip, before_stamp_ns)
             if wanted & set(ENTITY_KINDS):
                 hits += self._entities_named(query, wanted, before_clip, before_stamp_ns)
@@ -282,7 +283,9 @@ class MemorySearch:
         scope = self.fleet.scope(robot_id)
         vectors = self.embedder.embed(self.query_variants(query))
         labels = self._conversation(conversation_id)
-        records = self._local_clips(vectors, top_k, threshold, before_clip, before_stamp_ns, labels) if scope.local else []
+        records = []
+        if scope.local:
+            records = self._local_clips(vectors, top_k, threshold, before_clip, before_stamp_ns, labels)
         if scope.remote:
             records += self.fleet.clip_records(scope, vectors, top_k, threshold, before_clip, before_stamp_ns, labels)
             records = sorted(records, key=lambda r: (-r.score, r.robot_id != self.fleet.own, r.robot_id))[:top_k]
