@@ -46,7 +46,7 @@ from m3_control.skills import load_skills
 from m3_interfaces.action import Instruct
 from m3_interfaces.msg import PlanStep
 from m3_memory.as_of import AsOfError, check_as_of, stamp_ns
-from m3_memory.robot_ids import check_robot_id
+from m3_memory.robot_ids import check_robot_id, robot_id_problem
 from m3_perception.managed_node import AUTOSTART, ManagedNode, run_node
 
 NODE_NAME = "control_node"
@@ -307,11 +307,13 @@ class ControlNode(ManagedNode):
             check_as_of(goal.before_clip, before_stamp_ns)
         except AsOfError as error:
             return LoopResult(INVALID_GOAL, error_message=str(error))
+        if goal.robot_id and (problem := robot_id_problem(goal.robot_id)):
+            return LoopResult(INVALID_GOAL, error_message=problem)
         config = LoopConfig(
             max_rounds=goal.max_rounds or self.default_max_rounds,
             before_clip=goal.before_clip,
             before_stamp_ns=before_stamp_ns,
-            **self.loop_config,
+            **{**self.loop_config, **({"robot_id": goal.robot_id} if goal.robot_id else {})},
         )
 
         def feedback(event: RoundEvent) -> None:

@@ -5,6 +5,7 @@ With `search_robot_id: robot_a` the control node searches only robot a's memorie
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -85,3 +86,18 @@ def test_an_instruction_to_robot_a_is_answered_from_robot_b_memory(fleet):
     assert any(e.startswith("robot_b/episodic_") for e in result.evidence_ids), list(result.evidence_ids)
     own = ask(fleet, "Where are the keys?", "search_robot_id:=robot_a")  # robot a's memories only
     assert "drawer" not in own.answer and not any(e.startswith("robot_b/") for e in own.evidence_ids)
+
+
+def test_m3_ask_robot_searches_that_robot_only(fleet, capsys):
+    """`m3 ask --robot` (the goal's robot_id) overrides the control node's search_robot_id."""
+    from m3_control import ask as m3_ask
+
+    control = subprocess.Popen([sys.executable, "-m", "m3_control.control_node", "--ros-args", "-p",
+                                "memory_timeout_s:=30.0", "-p", "search_robot_id:=robot_a"])  # fmt: skip
+    try:
+        assert m3_ask.main(["Where are the keys?", "--max-rounds", "2", "--robot", "robot_b", "--json",
+                            "--wait", "60"]) == 0  # fmt: skip
+        out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert "drawer" in out["answer"] and any(e.startswith("robot_b/") for e in out["evidence_ids"])
+    finally:
+        stop(control)
