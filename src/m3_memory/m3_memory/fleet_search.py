@@ -31,7 +31,7 @@ from m3_memory.errors import MemoryApiError
 from m3_memory.milvus_fleet import FleetReader, quoted
 from m3_memory.records import KIND_EPISODIC, KIND_SEMANTIC, ClipRecord, TextNode
 from m3_memory.robot_ids import robot_id_problem
-from m3_memory.search_types import SearchHit
+from m3_memory.search_types import ClipQuery, SearchHit
 
 if TYPE_CHECKING:
     from m3_memory.memory import Memory
@@ -144,19 +144,11 @@ class FleetSearch:
         ]  # fmt: skip
 
     # -- search_clip ------------------------------------------------------------------------------
-    def clip_records(
-        self,
-        scope: Scope,
-        vectors: np.ndarray,
-        top_k: int,
-        threshold: float,
-        before_clip: int,
-        before_stamp_ns: int,
-        labels: dict[str, str],
-    ) -> list[ClipRecord]:
+    def clip_records(self, scope: Scope, request: ClipQuery) -> list[ClipRecord]:
         """The remote robots' best clips (a clip scores its best memory's cosine), each with all its
         memories (only those started by the stamp limit, when there is one), best first."""
-        limits = self._limits(scope, before_clip, before_stamp_ns)
+        vectors, top_k, threshold = request.vectors, request.top_k, request.threshold
+        limits = self._limits(scope, request.before_clip, request.before_stamp_ns)
         if not scope.remote or limits is None:
             return []
         clip_limit, stamp_ns = limits
@@ -190,7 +182,7 @@ class FleetSearch:
         records = {}
         for robot in dict.fromkeys(r for _, r, _, _ in chosen):
             mine = [(score, index, clip) for score, r, index, clip in chosen if r == robot]
-            records.update(self._records(robot, mine, vectors, labels))
+            records.update(self._records(robot, mine, vectors, request.labels))
         out = [records[(robot, index)] for _, robot, index, _ in chosen]
         return [record.started_by(stamp_ns) for record in out] if stamp_ns > 0 else out
 

@@ -31,7 +31,7 @@ from m3_memory.records import (
     ClipRecord,
     TextNode,
 )
-from m3_memory.search_types import EntityView, SearchConfig, SearchHit, Stats
+from m3_memory.search_types import ClipQuery, EntityView, SearchConfig, SearchHit, Stats
 from m3_memory.tags import TAG_RE, kind_of
 
 __all__ = ["EntityView", "MemorySearch", "SearchConfig", "SearchHit", "Stats", "check_embedding"]
@@ -282,25 +282,19 @@ class MemorySearch:
         self._check_as_of(before_clip, before_stamp_ns)
         scope = self.fleet.scope(robot_id)
         vectors = self.embedder.embed(self.query_variants(query))
-        labels = self._conversation(conversation_id)
-        records = []
-        if scope.local:
-            records = self._local_clips(vectors, top_k, threshold, before_clip, before_stamp_ns, labels)
+        request = ClipQuery(
+            vectors, top_k, threshold, before_clip, before_stamp_ns, self._conversation(conversation_id)
+        )
+        records = self._local_clips(request) if scope.local else []
         if scope.remote:
-            records += self.fleet.clip_records(scope, vectors, top_k, threshold, before_clip, before_stamp_ns, labels)
+            records += self.fleet.clip_records(scope, request)
             records = sorted(records, key=lambda r: (-r.score, r.robot_id != self.fleet.own, r.robot_id))[:top_k]
         return records
 
-    def _local_clips(
-        self,
-        vectors: np.ndarray,
-        top_k: int,
-        threshold: float,
-        before_clip: int,
-        before_stamp_ns: int,
-        labels: dict[str, str],
-    ) -> list[ClipRecord]:
+    def _local_clips(self, request: ClipQuery) -> list[ClipRecord]:
         """search_clip over this robot's graph in RAM."""
+        vectors, top_k, threshold, labels = request.vectors, request.top_k, request.threshold, request.labels
+        before_clip, before_stamp_ns = request.before_clip, request.before_stamp_ns
         graph = self.graph
         with graph.lock:
             total = len(graph.text)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 
 @dataclass
 class SearchConfig:
@@ -63,3 +65,15 @@ class Stats:
     schema_version: int
     memory_dir: str
     extra: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ClipQuery:
+    """One checked search_clip request: what this robot's graph and the fleet's Milvus are searched with."""
+
+    vectors: np.ndarray  # unit embeddings of the query's alias variants
+    top_k: int
+    threshold: float
+    before_clip: int
+    before_stamp_ns: int
+    labels: dict[str, str]  # the conversation's tag renderings (MemorySearch.render_tags)

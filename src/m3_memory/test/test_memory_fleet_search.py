@@ -1,6 +1,6 @@
 """MemorySearch with a robot_id (what the search services call): two robots of a fleet on one Milvus
 Lite server, each with a fact of its own; "" searches the fleet, a robot id one robot, and a memory
-without a fleet refuses another robot's id. The services over DDS: test_memory_fleet_search_dds.py."""
+without a fleet refuses another robot's id. The services over DDS: test_memory_fleet_dds.py."""
 
 from __future__ import annotations
 
