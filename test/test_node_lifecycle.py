@@ -211,6 +211,8 @@ def test_control_node_lifecycle(ros, node_under_test):
         ("perception_node", Parameter("sensor_reliability", value="sometimes")),
         ("memory_node", Parameter("memorizer", value="magic")),
         ("control_node", Parameter("goal_policy", value="lottery")),
+        ("memory_node", Parameter("robot_id", value="robot/a")),  # written into Milvus keys and filters
+        ("control_node", Parameter("search_robot_id", value="robot a")),
     ],
 )
 def test_a_node_that_cannot_configure_says_so_and_stays_unconfigured(ros, node_under_test, tmp_path, node_name, bad):

@@ -12,6 +12,7 @@ import sys
 import time
 
 from m3_memory.as_of import AsOfError, check_as_of
+from m3_memory.robot_ids import robot_id_problem
 
 NAMES = {
     0: "SUCCEEDED",
@@ -31,6 +32,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("question", help="question or command, e.g. 'Where did Alice put the keys?'")
     parser.add_argument("--max-rounds", type=int, default=5, help="retrieval rounds allowed, 1..20 (default 5)")
     parser.add_argument("--before-clip", type=int, default=-1, help="answer as of this clip index (default: no limit)")
+    parser.add_argument(
+        "--robot",
+        default="",
+        metavar="ID",
+        help="search only this robot's memories (default: the control node's search_robot_id: the whole fleet)",
+    )
     parser.add_argument("--action", default="/m3/instruct", help="action name (default /m3/instruct)")
     parser.add_argument(
         "--wait", type=float, default=10.0, help="seconds to wait for the action server, and for its goal answer (10)"
@@ -81,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     except AsOfError as error:
         print(f"m3 ask: error: --{str(error).replace('_', '-')}", file=sys.stderr)
         return 2
+    if args.robot and (problem := robot_id_problem(args.robot)):
+        print(f"m3 ask: error: --robot: {problem.replace('robot_id ', '', 1)}", file=sys.stderr)
+        return 2
     import rclpy
     from rclpy.action import ActionClient
     from rclpy.context import Context
@@ -117,7 +127,9 @@ def main(argv: list[str] | None = None) -> int:
                 detail = f" {f.query!r} -> {f.hit_count} memories" if f.action == "search" else ""
                 print(f"[round {f.round}] {f.action}{detail}", file=sys.stderr)
 
-        goal = Instruct.Goal(instruction=args.question, max_rounds=args.max_rounds, before_clip=args.before_clip)
+        goal = Instruct.Goal(
+            instruction=args.question, max_rounds=args.max_rounds, before_clip=args.before_clip, robot_id=args.robot
+        )
         sent = client.send_goal_async(goal, feedback_callback=on_feedback)
         deadline = time.monotonic() + args.timeout
         executor.spin_until_future_complete(sent, timeout_sec=args.wait)

@@ -46,6 +46,7 @@ from m3_control.skills import load_skills
 from m3_interfaces.action import Instruct
 from m3_interfaces.msg import PlanStep
 from m3_memory.as_of import AsOfError, check_as_of, stamp_ns
+from m3_memory.robot_ids import check_robot_id, robot_id_problem
 from m3_perception.managed_node import AUTOSTART, ManagedNode, run_node
 
 NODE_NAME = "control_node"
@@ -104,6 +105,10 @@ PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
     "default_max_rounds": (5, _int("rounds used when a goal sets max_rounds 0", 1, 20)),
     "max_instruction_chars": (2000, _int("longest instruction accepted, else INVALID_GOAL", 1, 100000)),
     "memory_prefix": ("/m3/memory", _text("namespace of the memory services search_clip, search_node, get_entity")),
+    "search_robot_id": (
+        "",
+        _text("whose memories searches cover: '' = every robot sharing the memory (a fleet's), else that robot's"),
+    ),
     "memory_timeout_s": (5.0, _float("seconds to wait for a memory service, then MEMORY_UNAVAILABLE", 0.1, 600.0)),
     "goal_policy": ("queue", _text("concurrent goals: queue, reject or preempt (may change at run time)", False)),
     "action_queue_depth": (
@@ -171,6 +176,7 @@ class ControlNode(ManagedNode):
             node_top_k=p["node_top_k"],
             max_instruction_chars=p["max_instruction_chars"],
             reasks=p["reasks"],
+            robot_id=p["search_robot_id"] and check_robot_id(p["search_robot_id"]),  # a bad id fails configure
         )
         self.default_max_rounds = p["default_max_rounds"]
         if self._injected_memory is None:
@@ -181,7 +187,10 @@ class ControlNode(ManagedNode):
             self.memory = self._injected_memory
             memory_text = f"memory through {type(self.memory).__name__} (in this process, no services)"
         backend = p["backend"] if reasoner is None else type(reasoner).__name__
-        self.get_logger().info(f"configured: backend {backend}, goal_policy {policy}, {memory_text}")
+        scope = f"robot {p['search_robot_id']!r}" if p["search_robot_id"] else "every robot sharing it"
+        self.get_logger().info(
+            f"configured: backend {backend}, goal_policy {policy}, {memory_text}, searching the memories of {scope}"
+        )
 
     def go_live(self) -> None:
         self._stopping = False
@@ -298,11 +307,13 @@ class ControlNode(ManagedNode):
             check_as_of(goal.before_clip, before_stamp_ns)
         except AsOfError as error:
             return LoopResult(INVALID_GOAL, error_message=str(error))
+        if goal.robot_id and (problem := robot_id_problem(goal.robot_id)):
+            return LoopResult(INVALID_GOAL, error_message=problem)
         config = LoopConfig(
             max_rounds=goal.max_rounds or self.default_max_rounds,
             before_clip=goal.before_clip,
             before_stamp_ns=before_stamp_ns,
-            **self.loop_config,
+            **{**self.loop_config, **({"robot_id": goal.robot_id} if goal.robot_id else {})},
         )
 
         def feedback(event: RoundEvent) -> None:

@@ -88,16 +88,24 @@ class DirectMemoryClient:
         before_clip: int = -1,
         conversation_id: str = "",
         before_stamp_ns: int = 0,
+        robot_id: str = "",
     ) -> list[Clip]:
         search = self._search()
         try:
             records = search.search_clip(
-                query, int(top_k), float(threshold), int(before_clip), conversation_id, max(0, int(before_stamp_ns))
-            )
+                query, int(top_k), float(threshold), int(before_clip), conversation_id, max(0, int(before_stamp_ns)),
+                robot_id=robot_id,
+            )  # fmt: skip
         except Exception as error:  # every failure becomes the service's error mapping
             raise self._mapped("search_clip", error) from error
         return [
-            clip_of(record.clip_index, record.score, [*record.episodic, *record.semantic], record.node_scores)
+            clip_of(
+                record.clip_index,
+                record.score,
+                [*record.episodic, *record.semantic],
+                record.node_scores,
+                record.robot_id,
+            )
             for record in records
         ]
 
@@ -108,10 +116,13 @@ class DirectMemoryClient:
         top_k: int = 20,
         before_clip: int = -1,
         before_stamp_ns: int = 0,
+        robot_id: str = "",
     ) -> list[Memory]:
         search = self._search()
         try:
-            hits = search.search_node(query, list(kinds), int(top_k), int(before_clip), max(0, int(before_stamp_ns)))
+            hits = search.search_node(
+                query, list(kinds), int(top_k), int(before_clip), max(0, int(before_stamp_ns)), robot_id=robot_id
+            )
         except Exception as error:  # every failure becomes the service's error mapping
             raise self._mapped("search_node", error) from error
         return [memory_of(hit) for hit in hits]

@@ -54,6 +54,7 @@ class LoopConfig:
     before_stamp_ns: int = 0  # as-of limit from the goal (stream time); 0 = none
     max_instruction_chars: int = 2000
     reasks: int = 2  # re-asks per round for an invalid plan or a search in the last round
+    robot_id: str = ""  # whose memories to search: "" = every robot sharing the memory (a fleet's)
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,10 @@ def knowledge_message(clips: list[Clip], nodes: list[Memory]) -> str:
     """The reference "Searched knowledge" turn: memories grouped by clip, keyed by node id so they can be cited."""
     data: dict[str, dict[str, str]] = {}
     for clip in clips:
-        data[f"CLIP_{clip.clip_index}"] = {m.node_id: m.text for m in clip.memories}
+        key = f"CLIP_{clip.clip_index}"
+        if key in data:  # a fleet search: another robot's clip with the same index
+            key = f"CLIP_{clip.clip_index}_{clip.robot_id}"
+        data[key] = {m.node_id: m.text for m in clip.memories}
     if nodes:
         data["NODES"] = {m.node_id: m.text for m in nodes}
     text = f"Searched knowledge: {json.dumps(data, ensure_ascii=False)}\n{KNOWLEDGE_NOTE}"
@@ -232,13 +236,16 @@ def run_loop(
             try:
                 top_k = config.top_k if decision.top_k is None else decision.top_k
                 threshold = config.threshold if decision.threshold is None else decision.threshold
+                scope = {"robot_id": config.robot_id} if config.robot_id else {}  # "": each client's default
                 clips = memory.search_clip(
-                    query, top_k, threshold, config.before_clip, conversation_id, config.before_stamp_ns
+                    query, top_k, threshold, config.before_clip, conversation_id, config.before_stamp_ns, **scope
                 )
                 nodes = []
                 node_top_k = decision.node_top_k or (config.node_top_k if asks_for_id(query) else 0)
                 if node_top_k:
-                    nodes = memory.search_node(query, (), node_top_k, config.before_clip, config.before_stamp_ns)
+                    nodes = memory.search_node(
+                        query, (), node_top_k, config.before_clip, config.before_stamp_ns, **scope
+                    )
             except MemoryUnavailable as error:
                 result.code, result.error_message = MEMORY_UNAVAILABLE, str(error)
                 return result

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
 # <face_1>, <voice_2>, <person_3> (tagged) and character_4 (reference style, untagged).
@@ -37,6 +37,7 @@ class Memory:
     clip_index: int = -1
     score: float = 0.0
     entity_ids: tuple[str, ...] = ()
+    robot_id: str = ""  # the robot that stored it ("" for entities and where memory does not say)
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class Clip:
     clip_index: int
     score: float
     memories: tuple[Memory, ...] = field(default_factory=tuple)
+    robot_id: str = ""  # the robot that stored the clip (clip_index counts that robot's clips)
 
 
 @runtime_checkable
@@ -60,12 +62,20 @@ class MemoryClient(Protocol):
         before_clip: int = -1,
         conversation_id: str = "",
         before_stamp_ns: int = 0,
+        robot_id: str = "",
     ) -> list[Clip]:
-        """Clips whose best memory scores >= threshold, best first; raises MemoryUnavailable."""
+        """Clips whose best memory scores >= threshold, best first; raises MemoryUnavailable.
+        robot_id: whose memories ("" = every robot sharing the memory: a fleet's)."""
         ...
 
     def search_node(
-        self, query: str, kinds: tuple[str, ...] = (), top_k: int = 20, before_clip: int = -1, before_stamp_ns: int = 0
+        self,
+        query: str,
+        kinds: tuple[str, ...] = (),
+        top_k: int = 20,
+        before_clip: int = -1,
+        before_stamp_ns: int = 0,
+        robot_id: str = "",
     ) -> list[Memory]:
         """Memory nodes nearest to the query, best first; raises MemoryUnavailable."""
         ...
@@ -81,16 +91,27 @@ def memory_of(item, score: float | None = None) -> Memory:
         clip_index=int(item.clip_index),
         score=float(item.score if score is None else score),
         entity_ids=tuple(item.entity_ids),
+        robot_id=str(getattr(item, "robot_id", "")),
     )
 
 
-def clip_of(clip_index: int, score: float, items: Iterable, node_scores: Mapping[str, float] | None = None) -> Clip:
+def clip_of(
+    clip_index: int,
+    score: float,
+    items: Iterable,
+    node_scores: Mapping[str, float] | None = None,
+    robot_id: str = "",
+) -> Clip:
     """A Clip from its memories in order (episodic, then semantic). node_scores: memory id -> score, for
-    items without a score of their own (m3_memory's ClipRecord.node_scores; missing ids score 0)."""
+    items without a score of their own (m3_memory's ClipRecord.node_scores; missing ids score 0).
+    robot_id: the robot that stored the clip, also given to memories that do not name one (TextNode)."""
     memories = tuple(
-        memory_of(item, None if node_scores is None else node_scores.get(item.node_id, 0.0)) for item in items
+        replace(memory, robot_id=memory.robot_id or robot_id)
+        for memory in (
+            memory_of(item, None if node_scores is None else node_scores.get(item.node_id, 0.0)) for item in items
+        )
     )
-    return Clip(clip_index=int(clip_index), score=float(score), memories=memories)
+    return Clip(clip_index=int(clip_index), score=float(score), memories=memories, robot_id=robot_id)
 
 
 def memory_error(

@@ -36,7 +36,7 @@ def memory_from_msg(item: MemoryItem) -> Memory:
 
 
 def clip_from_msg(clip: ClipMemory) -> Clip:
-    return clip_of(clip.clip_index, clip.score, [*clip.episodic, *clip.semantic])
+    return clip_of(clip.clip_index, clip.score, [*clip.episodic, *clip.semantic], robot_id=clip.robot_id)
 
 
 class RosMemoryClient:
@@ -74,7 +74,7 @@ class RosMemoryClient:
         raise memory_error(client.srv_name, response.error_code, response.error_message, QUERY_ERRORS)
 
     def search_clip(
-        self, query, top_k=2, threshold=0.5, before_clip=-1, conversation_id="", before_stamp_ns=0
+        self, query, top_k=2, threshold=0.5, before_clip=-1, conversation_id="", before_stamp_ns=0, robot_id=""
     ) -> list[Clip]:
         request = SearchClip.Request(
             query=query,
@@ -83,14 +83,20 @@ class RosMemoryClient:
             before_clip=before_clip,
             conversation_id=conversation_id,
             before_stamp=to_time(before_stamp_ns),
+            robot_id=robot_id,
         )
         response = self._call(self.search_clip_client, request)
         self._check(self.search_clip_client, response)
         return [clip_from_msg(c) for c in response.clips]
 
-    def search_node(self, query, kinds=(), top_k=20, before_clip=-1, before_stamp_ns=0) -> list[Memory]:
+    def search_node(self, query, kinds=(), top_k=20, before_clip=-1, before_stamp_ns=0, robot_id="") -> list[Memory]:
         request = SearchNode.Request(
-            query=query, kinds=list(kinds), top_k=top_k, before_clip=before_clip, before_stamp=to_time(before_stamp_ns)
+            query=query,
+            kinds=list(kinds),
+            top_k=top_k,
+            before_clip=before_clip,
+            before_stamp=to_time(before_stamp_ns),
+            robot_id=robot_id,
         )
         response = self._call(self.search_node_client, request)
         self._check(self.search_node_client, response)

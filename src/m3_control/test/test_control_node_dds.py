@@ -152,6 +152,7 @@ def test_invalid_goal_is_answered_with_a_reason(system):
         ({"before_clip": -5}, "before_clip must be -1 (no limit) or a clip index >= 0, got -5"),
         ({"before_stamp": Time(sec=-5)}, "before_stamp must not be negative (zero = no limit), got sec -5"),
         ({"before_stamp": Time(sec=1, nanosec=1_000_000_000)}, "before_stamp.nanosec must be in 0..999999999"),
+        ({"robot_id": "robot b"}, "robot_id 'robot b' is not a valid robot id"),
     ],
 )
 def test_invalid_as_of_limits_end_invalid_goal(system, fields, reason):
@@ -169,6 +170,13 @@ def test_m3_ask_refuses_an_invalid_before_clip(capsys):
 
     assert ask.main(["Where are the keys?", "--before-clip", "-5"]) == 2
     assert "error: --before-clip must be -1 (no limit) or a clip index >= 0, got -5" in capsys.readouterr().err
+
+
+def test_m3_ask_refuses_an_invalid_robot(capsys):
+    from m3_control import ask
+
+    assert ask.main(["Where are the keys?", "--robot", "fleet"]) == 2
+    assert "m3 ask: error: --robot: 'fleet' is reserved" in capsys.readouterr().err
 
 
 def test_goal_policies(system):

@@ -7,7 +7,8 @@ import socket
 import pytest
 from fixtures import ChatServer, FakeMemory
 
-from m3_control.loop import EMPTY_HINT, LAST_ROUND, LoopConfig, run_loop
+from m3_control.loop import EMPTY_HINT, LAST_ROUND, LoopConfig, knowledge_message, run_loop
+from m3_control.memory_client import Clip, Memory
 from m3_control.openai_reasoner import OpenAIConfig, OpenAIReasoner, load_prompt
 from m3_control.skills import describe_skills, load_skills
 
@@ -205,3 +206,12 @@ def test_invalid_goal(instruction, rounds, message):
     with ChatServer([]) as server:
         result, _, reasoner = run(server, instruction, max_rounds=rounds)
     assert result.code == "INVALID_GOAL" and message in result.error_message and reasoner.calls == 0
+
+
+def test_knowledge_turn_keeps_two_robots_clips_with_one_index():
+    """A fleet search returns robot a's clip 4 and robot b's clip 4: the reasoner sees both."""
+    own = Clip(4, 0.9, (Memory("episodic_1", "episodic", "Alice likes green tea.", 4, 0.9, (), "a"),), "a")
+    other = Clip(4, 0.8, (Memory("b/episodic_1", "episodic", "The keys are in the drawer.", 4, 0.8, (), "b"),), "b")
+    text = knowledge_message([own, other], [])
+    assert '"CLIP_4": {"episodic_1": "Alice likes green tea."}' in text
+    assert '"CLIP_4_b": {"b/episodic_1": "The keys are in the drawer."}' in text

@@ -9,6 +9,7 @@ from typing import Any
 from m3_memory.clip_window import ClipWindows
 from m3_memory.graph import GraphConfig
 from m3_memory.memory import Memory
+from m3_memory.robot_ids import check_robot_id
 from m3_memory.search import SearchConfig
 from m3_memory.store import MemoryStore
 
@@ -34,7 +35,9 @@ def graph_config(p: Mapping[str, Any]) -> GraphConfig:
 
 
 def search_config(p: Mapping[str, Any]) -> SearchConfig:
-    return SearchConfig(max_query_chars=p["max_query_chars"], default_top_k=p["default_top_k"])
+    return SearchConfig(
+        max_query_chars=p["max_query_chars"], default_top_k=p["default_top_k"], robot_id=check_robot_id(p["robot_id"])
+    )
 
 
 def make_memorizer(p: Mapping[str, Any]):

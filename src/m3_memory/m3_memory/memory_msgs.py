@@ -30,7 +30,8 @@ def to_time(ns: int) -> Time:
     return Time(sec=int(ns // NS), nanosec=int(ns % NS))
 
 
-def item_msg(node: TextNode | SearchHit, score: float = 0.0) -> MemoryItem:
+def item_msg(node: TextNode | SearchHit, score: float = 0.0, robot_id: str = "") -> MemoryItem:
+    """A MemoryItem; robot_id: the storing robot of a TextNode (a SearchHit carries its own)."""
     return MemoryItem(
         node_id=node.node_id,
         kind=node.kind,
@@ -41,6 +42,7 @@ def item_msg(node: TextNode | SearchHit, score: float = 0.0) -> MemoryItem:
         entity_ids=list(node.entity_ids),
         weight=float(node.weight),
         score=float(getattr(node, "score", score) if isinstance(node, SearchHit) else score),
+        robot_id=node.robot_id if isinstance(node, SearchHit) else robot_id,
     )
 
 
@@ -51,8 +53,9 @@ def clip_msg(record: ClipRecord) -> ClipMemory:
         end=to_time(record.end_ns),
         score=float(record.score),
         entity_ids=list(record.entity_ids),
+        robot_id=record.robot_id,
     )
     msg.header.stamp = to_time(record.end_ns)
-    msg.episodic = [item_msg(n, record.node_scores.get(n.node_id, 0.0)) for n in record.episodic]
-    msg.semantic = [item_msg(n, record.node_scores.get(n.node_id, 0.0)) for n in record.semantic]
+    msg.episodic = [item_msg(n, record.node_scores.get(n.node_id, 0.0), record.robot_id) for n in record.episodic]
+    msg.semantic = [item_msg(n, record.node_scores.get(n.node_id, 0.0), record.robot_id) for n in record.semantic]
     return msg

@@ -27,6 +27,7 @@ from m3_memory.memory_msgs import clip_msg, item_msg, request_stamp_ns, to_ns, t
 from m3_memory.node_parameters import PARAMETERS
 from m3_memory.query_encoders import QueryEncoders
 from m3_memory.records import ClipRecord, FaceEvidence, MatchEvidence, VoiceEvidence
+from m3_memory.robot_ids import check_robot_id
 from m3_memory.tags import kind_of
 from m3_perception.managed_node import ManagedNode, run_node
 from m3_perception.stamps import StampRejected
@@ -56,6 +57,7 @@ class MemoryNode(ManagedNode):
 
     def configure(self) -> None:
         p = {name: self.get_parameter(name).value for name in PARAMETERS}
+        check_robot_id(p["robot_id"])  # an invalid id fails configure: it is written into Milvus keys and filters
         self.memory_dir = memory_location(p)  # a directory, or a Milvus URI
         self.store_error = ""
         self.encoders = QueryEncoders(max_image_pixels=p["max_image_pixels"], max_audio_s=p["max_query_audio_s"])
@@ -308,6 +310,7 @@ class MemoryNode(ManagedNode):
                 request_stamp_ns(request.before_stamp),
                 face_embedding=face,
                 voice_embedding=voice,
+                robot_id=request.robot_id,
             )
             response.items = [item_msg(hit) for hit in hits]
             response.error_code = SearchNode.Response.OK
@@ -325,6 +328,7 @@ class MemoryNode(ManagedNode):
                 int(request.before_clip),
                 request.conversation_id,
                 request_stamp_ns(request.before_stamp),
+                robot_id=request.robot_id,
             )
             response.clips = [clip_msg(record) for record in records]
             response.error_code = SearchClip.Response.OK

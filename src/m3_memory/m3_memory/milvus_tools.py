@@ -13,10 +13,19 @@ import json
 from m3_memory.errors import StoreError
 from m3_memory.memory_copy import copy_memory, verify_copy
 from m3_memory.milvus_backend import MilvusBackend, MilvusConfig
+from m3_memory.robot_ids import check_robot_id
 from m3_memory.sqlite_backend import SqliteBackend
 from m3_memory.store import MemoryStore
 from m3_memory.store_copy import DEFAULT_TEXT_DIM, new_store_dir
 from m3_memory.store_tools import _command
+
+
+def _robot_id(value: str) -> str:
+    """argparse type: a valid robot id (one usage line and exit 2 otherwise)."""
+    try:
+        return check_robot_id(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _parser(prog: str, doc: str, directory_help: str) -> argparse.ArgumentParser:
@@ -24,7 +33,9 @@ def _parser(prog: str, doc: str, directory_help: str) -> argparse.ArgumentParser
     parser.add_argument("memory_dir", help=directory_help)
     parser.add_argument("--uri", required=True, help="Milvus: http://host:19530, or a local directory (milvus-lite)")
     parser.add_argument("--prefix", default="m3", help="collection prefix (the node's milvus_collection_prefix)")
-    parser.add_argument("--robot-id", default="robot", help="the robot whose memory this is (the node's robot_id)")
+    parser.add_argument(
+        "--robot-id", default="robot", type=_robot_id, help="the robot whose memory this is (the node's robot_id)"
+    )
     return parser
 
 

@@ -52,7 +52,10 @@ PARAMETERS = {
         0,
         _int("memory_backend milvus: 1..999 = a fleet member (people shared, ids n*1000+slot); 0 = alone", 0, 999),
     ),
-    "robot_id": ("robot", _text("this robot's id, stored on every Milvus row (one Milvus can serve a fleet)")),
+    "robot_id": (
+        "robot",
+        _text("this robot's id, on every Milvus row and search result: 1-64 of [A-Za-z0-9_.-], not 'fleet'"),
+    ),
     "clip_seconds": (30.0, _float("length of a clip window on the stream clock [s]", 1.0, 3600.0)),
     "clip_close_delay": (2.0, _float("wait this long past a window's end for late utterances [s]", 0.0, 60.0)),
     "memorizer": ("rules", _text("memorizer back-end: 'rules' (offline, deterministic) or 'openai'")),

@@ -11,7 +11,7 @@ import math
 import re
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -31,68 +31,13 @@ from m3_memory.records import (
     ClipRecord,
     TextNode,
 )
+from m3_memory.search_types import ClipQuery, EntityView, SearchConfig, SearchHit, Stats
 from m3_memory.tags import TAG_RE, kind_of
+
+__all__ = ["EntityView", "MemorySearch", "SearchConfig", "SearchHit", "Stats", "check_embedding"]
 
 MAX_TOP_K = 100
 MAX_VARIANTS = 16  # alias expansion of a query is capped (cartesian product of its tags)
-
-
-@dataclass
-class SearchConfig:
-    max_query_chars: int = 1000
-    default_top_k: int = 10
-    clip_threshold: float = 0.5
-    clip_top_k: int = 2
-    max_conversations: int = 256
-
-
-@dataclass
-class SearchHit:
-    """One search_node result: a text memory or an entity (MemoryItem)."""
-
-    node_id: str
-    kind: str
-    text: str
-    clip_index: int
-    start_ns: int
-    end_ns: int
-    entity_ids: list[str]
-    weight: float
-    score: float
-
-
-@dataclass
-class EntityView:
-    """get_entity's answer (Entity)."""
-
-    entity_id: str
-    kind: str
-    name: str
-    aliases: list[str]
-    member_ids: list[str]
-    observation_count: int
-    first_clip: int
-    last_clip: int
-    first_ns: int
-    last_ns: int
-    memory_ids: list[str]
-    crop_jpeg: bytes = b""
-
-
-@dataclass
-class Stats:
-    clips: int
-    last_clip_index: int
-    episodic: int
-    semantic: int
-    faces: int
-    voices: int
-    persons: int
-    index_size: int
-    disk_bytes: int
-    schema_version: int
-    memory_dir: str
-    extra: dict = field(default_factory=dict)
 
 
 def check_embedding(vector, code: int, what: str, dim: int | None) -> np.ndarray:
@@ -119,6 +64,9 @@ class MemorySearch:
         self.config = config or SearchConfig()
         self._conversations: OrderedDict[str, dict[str, str]] = OrderedDict()
         self._conv_lock = threading.Lock()
+        from m3_memory.fleet_search import FleetSearch  # it builds on this module
+
+        self.fleet = FleetSearch(self)
 
     # -- validation -------------------------------------------------------------------------------
     def _check_query(self, query: str, required: bool) -> str:
@@ -203,8 +151,10 @@ class MemorySearch:
         before_stamp_ns: int = 0,
         face_embedding=None,
         voice_embedding=None,
+        robot_id: str = "",
     ) -> list[SearchHit]:
-        """Text query → memories (and entities named in it); face/voice embedding → nearest entities."""
+        """Text query → memories (and entities named in it); face/voice embedding → nearest entities.
+        robot_id: whose text memories (m3_memory.fleet_search); entities are the fleet's people."""
         has_face = face_embedding is not None and len(face_embedding) > 0
         has_voice = voice_embedding is not None and len(voice_embedding) > 0
         query = self._check_query(query, required=not (has_face or has_voice))
@@ -214,6 +164,7 @@ class MemorySearch:
         if unknown:
             raise MemoryApiError(errors.INVALID_ARGUMENT, f"unknown kind(s) {unknown}; use {list(ALL_KINDS)}")
         self._check_as_of(before_clip, before_stamp_ns)
+        scope = self.fleet.scope(robot_id)
         wanted = set(kinds or ALL_KINDS)
         hits: list[SearchHit] = []
         if has_face:
@@ -229,8 +180,10 @@ class MemorySearch:
             if text_kinds:
                 vectors = self.embedder.embed(self.query_variants(query))
                 with self.graph.lock:
-                    for node_id, score in self._text_hits(vectors, top_k, text_kinds, before_clip, before_stamp_ns):
-                        hits.append(self._hit(self.graph.text[node_id], score))
+                    if scope.local:
+                        local = self._text_hits(vectors, top_k, text_kinds, before_clip, before_stamp_ns)
+                        hits += [self._hit(self.graph.text[node_id], score) for node_id, score in local]
+                hits += self.fleet.node_hits(scope, vectors, top_k, text_kinds, before_clip, before_stamp_ns)
             if wanted & set(ENTITY_KINDS):
                 hits += self._entities_named(query, wanted, before_clip, before_stamp_ns)
         if kinds:
@@ -238,11 +191,10 @@ class MemorySearch:
         hits.sort(key=lambda h: -h.score)
         return hits[:top_k]
 
-    @staticmethod
-    def _hit(node: TextNode, score: float) -> SearchHit:
+    def _hit(self, node: TextNode, score: float) -> SearchHit:
         return SearchHit(
             node.node_id, node.kind, node.text, node.clip_index, node.start_ns, node.end_ns,
-            list(node.entity_ids), node.weight, score,
+            list(node.entity_ids), node.weight, score, self.fleet.own,
         )  # fmt: skip
 
     def _entity_visible(self, entity_id: str, before_clip: int, before_stamp_ns: int) -> bool:
@@ -316,17 +268,33 @@ class MemorySearch:
         before_clip: int = -1,
         conversation_id: str = "",
         before_stamp_ns: int = 0,
+        robot_id: str = "",
     ) -> list[ClipRecord]:
         """Reference search_clip: a clip scores its best memory's cosine to the (alias-expanded) query;
         clips at or above threshold, index <= before_clip, best first, each with all its memories
-        (only those started by before_stamp_ns when that limit is set)."""
+        (only those started by before_stamp_ns when that limit is set). robot_id: whose clips
+        (m3_memory.fleet_search: "" = every robot sharing this memory)."""
         query = self._check_query(query, required=True)
         top_k = self._check_top_k(self.config.clip_top_k if top_k is None else top_k)
         threshold = self.config.clip_threshold if threshold is None else float(threshold)
         if not (math.isfinite(threshold) and -1.0 <= threshold <= 1.0):
             raise MemoryApiError(errors.INVALID_ARGUMENT, f"threshold must be in [-1, 1], got {threshold}")
         self._check_as_of(before_clip, before_stamp_ns)
+        scope = self.fleet.scope(robot_id)
         vectors = self.embedder.embed(self.query_variants(query))
+        request = ClipQuery(
+            vectors, top_k, threshold, before_clip, before_stamp_ns, self._conversation(conversation_id)
+        )
+        records = self._local_clips(request) if scope.local else []
+        if scope.remote:
+            records += self.fleet.clip_records(scope, request)
+            records = sorted(records, key=lambda r: (-r.score, r.robot_id != self.fleet.own, r.robot_id))[:top_k]
+        return records
+
+    def _local_clips(self, request: ClipQuery) -> list[ClipRecord]:
+        """search_clip over this robot's graph in RAM."""
+        vectors, top_k, threshold, labels = request.vectors, request.top_k, request.threshold, request.labels
+        before_clip, before_stamp_ns = request.before_clip, request.before_stamp_ns
         graph = self.graph
         with graph.lock:
             total = len(graph.text)
@@ -346,7 +314,6 @@ class MemorySearch:
                     break
                 fetch = min(total, fetch * 4)
             ranked = sorted(((s, c) for c, s in scores.items() if s >= threshold), key=lambda sc: (-sc[0], sc[1]))
-            labels = self._conversation(conversation_id)
             records = [self.clip_record(c, score=s, vectors=vectors, labels=labels) for s, c in ranked[:top_k]]
         if before_stamp_ns > 0:
             records = [record.started_by(before_stamp_ns) for record in records]
@@ -379,6 +346,7 @@ class MemorySearch:
                 [copied(n) for n in clip["semantic"]],
                 list(clip["entity_ids"]),
                 score,
+                robot_id=self.fleet.own,
             )
             if vectors is not None:
                 nodes = [n for n in record.episodic + record.semantic if n.seq in graph.text_index]

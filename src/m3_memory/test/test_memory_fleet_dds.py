@@ -1,6 +1,7 @@
 """Two memory_node processes (robot_a, robot_b: their topics and services remapped under /robot_a and
 /robot_b) sharing one milvus-lite server process, driven over real DDS: a face robot a stored and
-named is the identity robot b's perception joins; each answers searches from its own memory."""
+named is the identity robot b's perception joins; each answers searches from its own memory
+(robot_id: its own id) or from the whole fleet's (robot_id "", the default)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from m3_interfaces.msg import ClipMemory, EntityMatch, FaceObservation, FaceTracks, VoiceSegment
-from m3_interfaces.srv import GetEntity, SearchClip
+from m3_interfaces.srv import GetEntity, SearchClip, SearchNode
 from m3_memory.milvus_server import MilvusLiteServer
 
 NAMES = ("/m3/faces", "/m3/voices", "/m3/entity_matches", "/m3/memory/clips", "/m3/memory/search_clip",
@@ -91,7 +92,9 @@ def send(fleet, robot: str, t: float, face_id: str, seed: int, utterance: str = 
         matches.publish(match)
 
 
-def test_two_memory_nodes_share_people_through_one_milvus(fleet):
+@pytest.fixture(scope="module")
+def stored(fleet):
+    """Robot a meets Alice, who likes green tea; then robot b sees her put the keys in the drawer."""
     node, clips = fleet["node"], fleet["clips"]
     send(fleet, "robot_a", 100.0, "face_1", 1, "hi, my name is Alice. I like green tea")
     time.sleep(0.5)
@@ -103,11 +106,60 @@ def test_two_memory_nodes_share_people_through_one_milvus(fleet):
     time.sleep(0.5)
     send(fleet, "robot_b", 215.0, "face_3", 3)
     spin_until(node, lambda: len(clips["robot_b"]) >= 1, 90)
+    return fleet
+
+
+def test_two_memory_nodes_share_people_through_one_milvus(stored):
+    node, clips = stored["node"], stored["clips"]
     assert "face_1001" in clips["robot_b"][0].entity_ids  # joined robot a's identity
     entity = call(node, GetEntity, "/robot_b/m3/memory/get_entity", GetEntity.Request(entity_id="face_1001"))
     assert entity.error_code == GetEntity.Response.OK and entity.entity.name == "Alice"
     # each node answers from its own memory: the keys are robot b's, the tea robot a's
-    keys = call(node, SearchClip, "/robot_b/m3/memory/search_clip", SearchClip.Request(query="where are the keys?"))
+    keys = call(node, SearchClip, "/robot_b/m3/memory/search_clip",
+                SearchClip.Request(query="where are the keys?", robot_id="robot_b"))  # fmt: skip
     assert any("drawer" in m.text for c in keys.clips for m in c.episodic + c.semantic)
-    tea = call(node, SearchClip, "/robot_a/m3/memory/search_clip", SearchClip.Request(query="what does Alice drink?"))
+    tea = call(node, SearchClip, "/robot_a/m3/memory/search_clip",
+               SearchClip.Request(query="what does Alice drink?", robot_id="robot_a"))  # fmt: skip
     assert any("green tea" in m.text for c in tea.clips for m in c.episodic + c.semantic)
+
+
+def search_clip(node, robot: str, query: str, robot_id: str) -> SearchClip.Response:
+    request = SearchClip.Request(query=query, top_k=5, threshold=0.3, robot_id=robot_id)
+    return call(node, SearchClip, f"/{robot}/m3/memory/search_clip", request)
+
+
+def test_search_services_cover_the_fleet_or_one_robot(stored):
+    """Over DDS: robot a's services with robot_id "" answer from robot b's memory too (robot_id
+    "robot_b" in the result, names shared), with robot_id "robot_a" only from its own."""
+    node = stored["node"]
+    fleet = search_clip(node, "robot_a", "where are the keys?", "")
+    assert fleet.error_code == SearchClip.Response.OK, fleet.error_message
+    drawer = [(c, m) for c in fleet.clips for m in c.episodic + c.semantic if "drawer" in m.text]
+    assert drawer and all(c.robot_id == "robot_b" and m.robot_id == "robot_b" for c, m in drawer)
+    assert all(m.node_id.startswith("robot_b/") for _, m in drawer)  # another robot's ids are qualified
+    assert any("Alice" in m.text for _, m in drawer)  # robot b's face_1 is robot a's Alice
+    own = search_clip(node, "robot_a", "where are the keys?", "robot_a")
+    assert own.error_code == SearchClip.Response.OK
+    assert not any("drawer" in m.text for c in own.clips for m in c.episodic + c.semantic)
+    assert {c.robot_id for c in own.clips} <= {"robot_a"}
+    only_b = search_clip(node, "robot_a", "where are the keys?", "robot_b")
+    assert only_b.clips and {c.robot_id for c in only_b.clips} == {"robot_b"}
+    request = SearchNode.Request(query="keys in the drawer", kinds=["episodic"], top_k=3)
+    nodes = call(node, SearchNode, "/robot_a/m3/memory/search_node", request)
+    assert nodes.error_code == SearchNode.Response.OK and nodes.items[0].robot_id == "robot_b"
+    assert "drawer" in nodes.items[0].text
+    request.robot_id = "robot_a"
+    nodes = call(node, SearchNode, "/robot_a/m3/memory/search_node", request)
+    assert nodes.error_code == SearchNode.Response.OK and {i.robot_id for i in nodes.items} <= {"robot_a"}
+    assert not any("drawer" in i.text for i in nodes.items)
+
+
+def test_an_invalid_robot_id_is_refused_over_dds(stored):
+    node = stored["node"]
+    for bad in ("fleet", "robot b", 'x" or robot_id != "'):
+        response = search_clip(node, "robot_a", "keys", bad)
+        assert response.error_code == SearchClip.Response.INVALID_ARGUMENT and "robot_id" in response.error_message
+        request = SearchNode.Request(query="keys", robot_id=bad)
+        response = call(node, SearchNode, "/robot_a/m3/memory/search_node", request)
+        assert response.error_code == SearchNode.Response.INVALID_ARGUMENT and not response.items
+    assert search_clip(node, "robot_a", "keys", "robot_a").error_code == SearchClip.Response.OK  # still serving

@@ -176,6 +176,8 @@ def test_search_node_by_face_image(system, faces):
         ({"query": "tea", "before_clip": -5}, SearchNode.Response.INVALID_ARGUMENT),
         ({"query": "tea", "before_stamp": Time(sec=0, nanosec=1_000_000_000)}, SearchNode.Response.INVALID_ARGUMENT),
         ({"query": "tea", "before_stamp": Time(sec=-1, nanosec=2_000_000_000)}, SearchNode.Response.INVALID_ARGUMENT),
+        ({"query": "tea", "robot_id": "robot_b"}, SearchNode.Response.INVALID_ARGUMENT),  # sqlite: no fleet
+        ({"query": "tea", "robot_id": "no spaces"}, SearchNode.Response.INVALID_ARGUMENT),
         ({"image_bytes": b"\x00" * 10}, SearchNode.Response.INVALID_IMAGE),
         ({"audio_format": "S24LE"}, SearchNode.Response.INVALID_AUDIO),
     ],
@@ -204,6 +206,21 @@ def test_other_service_error_codes_over_dds(system):
         assert response.error_code == SearchClip.Response.INVALID_ARGUMENT and "before_stamp" in response.error_message
     response = call(node, GetEntity, "/m3/memory/get_entity", GetEntity.Request(entity_id="face_404"))
     assert response.error_code == GetEntity.Response.UNKNOWN_ENTITY
+
+
+def test_sqlite_memory_has_no_fleet_over_dds(system):
+    """SQLite: '' and the node's own robot_id answer as ever; another robot's id is INVALID_ARGUMENT."""
+    node = system["node"]
+    spin_until(node, lambda: len(system["clips"]) > 0, 60)
+    for robot_id in ("", "robot"):  # the node's default robot_id
+        response = call(node, SearchClip, "/m3/memory/search_clip",
+                        SearchClip.Request(query="green tea", threshold=0.2, robot_id=robot_id))  # fmt: skip
+        assert response.error_code == SearchClip.Response.OK and response.clips, response.error_message
+        assert {c.robot_id for c in response.clips} == {"robot"}
+        assert {m.robot_id for c in response.clips for m in c.episodic + c.semantic} == {"robot"}
+    response = call(node, SearchClip, "/m3/memory/search_clip", SearchClip.Request(query="tea", robot_id="robot_b"))
+    assert response.error_code == SearchClip.Response.INVALID_ARGUMENT and not response.clips
+    assert "no fleet: memory_backend is sqlite" in response.error_message
 
 
 def test_concurrent_search_node_from_several_processes(system):
