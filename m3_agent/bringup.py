@@ -123,13 +123,23 @@ def parse_overrides(items: list[str]) -> dict[str, dict[str, object]]:
     return overrides
 
 
-def overrides_file(overrides: dict[str, dict[str, object]]) -> str:
-    """A parameter YAML holding the overrides; passed after the main file, so it wins."""
+def parameters_file(params_file: str, overrides: dict[str, dict[str, object]] | None) -> str:
+    """One parameter YAML for rclpy: params_file with the overrides on top, and each section keyed by a
+    bare node name ("memory_node") re-keyed "/**/memory_node", so it also reaches that node under a
+    robot's namespace (`--ros-args -r __ns:=/robot_1`); sections keyed by a full name stay as they are."""
     import yaml
 
-    handle = tempfile.NamedTemporaryFile("w", prefix="m3_overrides_", suffix=".yaml", delete=False)
+    with open(params_file, encoding="utf-8") as handle:
+        data = yaml.safe_load(handle) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{params_file}: not a ROS parameter file (a mapping of node names)")
+    for node, values in (overrides or {}).items():
+        section = data.setdefault(node, {}).setdefault("ros__parameters", {})
+        section.update(values)
+    keyed = {(key if key.startswith("/") else f"/**/{key}"): value for key, value in data.items()}
+    handle = tempfile.NamedTemporaryFile("w", prefix="m3_params_", suffix=".yaml", delete=False)
     with handle:
-        yaml.safe_dump({node: {"ros__parameters": values} for node, values in overrides.items()}, handle)
+        yaml.safe_dump(keyed, handle)
     return handle.name
 
 
@@ -185,11 +195,11 @@ def running_nodes(
     params_file = params_file or default_params_file()
     if not os.path.isfile(params_file):
         raise FileNotFoundError(f"parameter file not found: {params_file}")
-    files = ["--params-file", params_file]
-    override_file = overrides_file(overrides) if overrides else None
-    if override_file:
-        files += ["--params-file", override_file]
-    rclpy.init(args=["m3", "--ros-args", *files, *(ros_args or [])])
+    merged_file = parameters_file(params_file, overrides)
+    try:
+        rclpy.init(args=["m3", "--ros-args", "--params-file", merged_file, *(ros_args or [])])
+    finally:
+        os.unlink(merged_file)  # rcl has read it
     nodes: list[Node] = []
     # More threads than the default: a running goal holds one while its memory replies need another.
     executor = MultiThreadedExecutor(num_threads=max(4, os.cpu_count() or 1))
@@ -203,8 +213,6 @@ def running_nodes(
         for node in nodes:
             node.destroy_node()
         rclpy.try_shutdown()
-        if override_file:
-            os.unlink(override_file)
 
 
 def run(

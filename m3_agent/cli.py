@@ -114,7 +114,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
         keep_up_lead_s=args.keep_up_lead,
     )
     options.validate()
-    rclpy.init()
+    rclpy.init(args=[])  # not sys.argv: rcl would read a --remap FROM:=TO as a (deprecated) remap rule
     node = Node("bag_player")
     executor = SingleThreadedExecutor()
     executor.add_node(node)

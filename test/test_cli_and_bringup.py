@@ -42,6 +42,22 @@ def test_run_check_brings_up_all_nodes(tmp_path):
     assert (tmp_path / "memory" / "memory.sqlite3").exists()  # the override reached the memory node
 
 
+def test_a_robot_namespace_holds_every_name_and_takes_the_parameters(tmp_path):
+    """`--ros-args -r __ns:=/robot_7`: the nodes' topics, services and action move under the robot's
+    namespace (they are relative names), and config/m3.yaml and --set still reach the nodes there."""
+    memory_dir = tmp_path / "memory"
+    namespace = ["--ros-args", "-r", "__ns:=/robot_7"]
+    result = run_m3("run", "--check", "--set", f"memory_node.memory_dir={memory_dir}", *namespace)
+    assert result.returncode == 0, result.stderr
+    graph = json.loads(result.stdout)
+    assert graph["nodes"] == ["control_node", "memory_node", "perception_node"]
+    assert "/robot_7/m3/memory/search_clip" in graph["services"]["memory_node"]
+    assert graph["actions"]["control_node"] == ["/robot_7/m3/instruct"]
+    assert {"/robot_7/m3/faces", "/robot_7/m3/voices"} <= set(graph["topics"]["perception_node"])
+    assert not any(name.startswith("/m3/") for names in graph["topics"].values() for name in names)
+    assert (memory_dir / "memory.sqlite3").exists()  # the --set reached /robot_7/memory_node
+
+
 def test_bad_override_is_a_clear_error():
     result = run_m3("run", "--set", "memory_dir=/tmp/x", "--exit-after", "1")
     assert result.returncode == 2

@@ -50,7 +50,7 @@ from m3_memory.robot_ids import check_robot_id, robot_id_problem
 from m3_perception.managed_node import AUTOSTART, ManagedNode, run_node
 
 NODE_NAME = "control_node"
-ACTION_NAME = "/m3/instruct"
+ACTION_NAME = "m3/instruct"  # relative: a robot namespace (__ns:=/robot_a) puts it under /robot_a
 GOAL_POLICIES = ("queue", "reject", "preempt")
 QUIESCE_S = 5.0  # deactivate waits this long for a running goal to end
 
@@ -104,7 +104,7 @@ PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
     "node_top_k": (20, _int("memory nodes per search_node for character-id queries (reference 20)", 1, 100)),
     "default_max_rounds": (5, _int("rounds used when a goal sets max_rounds 0", 1, 20)),
     "max_instruction_chars": (2000, _int("longest instruction accepted, else INVALID_GOAL", 1, 100000)),
-    "memory_prefix": ("/m3/memory", _text("namespace of the memory services search_clip, search_node, get_entity")),
+    "memory_prefix": ("m3/memory", _text("namespace of the memory services search_clip, search_node, get_entity")),
     "search_robot_id": (
         "",
         _text("whose memories searches cover: '' = every robot sharing the memory (a fleet's), else that robot's"),
@@ -207,7 +207,7 @@ class ControlNode(ManagedNode):
                 **server_qos(self.get_parameter("action_queue_depth").value),
             )
         )
-        self.get_logger().info(f"serving {ACTION_NAME}")
+        self.get_logger().info(f"serving {self.get_namespace().rstrip('/')}/{ACTION_NAME}")
 
     def quiesce(self) -> None:
         """Running and queued goals end PREEMPTED (the loop checks between rounds) before the server goes."""

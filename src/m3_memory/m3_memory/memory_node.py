@@ -75,7 +75,7 @@ class MemoryNode(ManagedNode):
         self.drain_s = float(p["memorize_drain_s"])
         self.clip_pub = self.lifecycle_publisher(
             ClipMemory,
-            "/m3/memory/clips",
+            "m3/memory/clips",
             QoSProfile(
                 reliability=ReliabilityPolicy.RELIABLE,
                 durability=DurabilityPolicy.TRANSIENT_LOCAL,
@@ -96,8 +96,8 @@ class MemoryNode(ManagedNode):
         service_group = ReentrantCallbackGroup()
         # Deep request queues: the default (10) silently drops requests when many clients call at once.
         service_qos = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST, depth=1000)
-        inputs = [(FaceTracks, "/m3/faces", self._on_faces), (VoiceSegment, "/m3/voices", self._on_voice)]
-        inputs.append((EntityMatch, "/m3/entity_matches", self._on_match))
+        inputs = [(FaceTracks, "m3/faces", self._on_faces), (VoiceSegment, "m3/voices", self._on_voice)]
+        inputs.append((EntityMatch, "m3/entity_matches", self._on_match))
         for msg_type, topic, callback in inputs:
             self.live(self.create_subscription(msg_type, topic, callback, evidence_qos, callback_group=ingest_group))
         keyframe_topic = self.get_parameter("keyframe_topic").value
@@ -117,7 +117,7 @@ class MemoryNode(ManagedNode):
         ):
             self.live(
                 self.create_service(
-                    srv_type, f"/m3/memory/{name}", callback, qos_profile=service_qos, callback_group=service_group
+                    srv_type, f"m3/memory/{name}", callback, qos_profile=service_qos, callback_group=service_group
                 )
             )
         self.live(self.create_timer(1.0, self._on_tick, callback_group=ingest_group))

@@ -1,6 +1,6 @@
-"""Two memory_node processes (robot_a, robot_b: their topics and services remapped under /robot_a and
-/robot_b) sharing one milvus-lite server process, driven over real DDS: a face robot a stored and
-named is the identity robot b's perception joins; each answers searches from its own memory
+"""Two memory_node processes (robot_a, robot_b: each in its own namespace, /robot_a and /robot_b,
+where its topics and services are) sharing one milvus-lite server process, driven over real DDS: a
+face robot a stored and named is the identity robot b's perception joins; each answers searches from its own memory
 (robot_id: its own id) or from the whole fleet's (robot_id "", the default)."""
 
 from __future__ import annotations
@@ -21,21 +21,18 @@ from m3_interfaces.msg import ClipMemory, EntityMatch, FaceObservation, FaceTrac
 from m3_interfaces.srv import GetEntity, SearchClip, SearchNode
 from m3_memory.milvus_server import MilvusLiteServer
 
-NAMES = ("/m3/faces", "/m3/voices", "/m3/entity_matches", "/m3/memory/clips", "/m3/memory/search_clip",
-         "/m3/memory/search_node", "/m3/memory/get_entity", "/m3/memory/get_stats")  # fmt: skip
-
 
 def stamp(seconds: float) -> Time:
     return Time(sec=int(seconds), nanosec=round((seconds % 1) * 1e9))
 
 
 def memory_node(robot: str, slot: int, uri: str, spool: str) -> subprocess.Popen:
-    remaps = [arg for name in NAMES for arg in ("-r", f"{name}:=/{robot}{name}")]
     params = {"memory_backend": "milvus", "milvus_uri": uri, "milvus_collection_prefix": "fleet_dds",
               "robot_id": robot, "fleet_slot": slot, "milvus_spool_dir": spool, "clip_seconds": 10.0,
               "clip_close_delay": 2.0}  # fmt: skip
     args = [arg for name, value in params.items() for arg in ("-p", f"{name}:={value}")]
-    return subprocess.Popen([sys.executable, "-m", "m3_memory.memory_node", "--ros-args", *args, *remaps])
+    namespace = ["-r", f"__ns:=/{robot}"]  # a robot's namespace: its topics and services under /<robot>/m3/...
+    return subprocess.Popen([sys.executable, "-m", "m3_memory.memory_node", "--ros-args", *args, *namespace])
 
 
 @pytest.fixture(scope="module")

@@ -109,13 +109,13 @@ class PerceptionNode(ManagedNode):
         # Reliable with a deep history: a subscriber (the memory node) stalled for a few seconds while
         # perception runs faster than real time (keep-up replay) still receives every result.
         outputs = QoSProfile(depth=OUTPUT_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
-        self.pub_faces = self.lifecycle_publisher(FaceTracks, "/m3/faces", outputs)
-        self.pub_voices = self.lifecycle_publisher(VoiceSegment, "/m3/voices", outputs)
-        self.pub_matches = self.lifecycle_publisher(EntityMatch, "/m3/entity_matches", outputs)
-        self.pub_face_ids = self.lifecycle_publisher(IdentityList, "/m3/identities/faces", latched)
-        self.pub_voice_ids = self.lifecycle_publisher(IdentityList, "/m3/identities/voices", latched)
+        self.pub_faces = self.lifecycle_publisher(FaceTracks, "m3/faces", outputs)
+        self.pub_voices = self.lifecycle_publisher(VoiceSegment, "m3/voices", outputs)
+        self.pub_matches = self.lifecycle_publisher(EntityMatch, "m3/entity_matches", outputs)
+        self.pub_face_ids = self.lifecycle_publisher(IdentityList, "m3/identities/faces", latched)
+        self.pub_voice_ids = self.lifecycle_publisher(IdentityList, "m3/identities/voices", latched)
         # Stream time processed so far: `m3 play --keep-up` paces on it (as fast as perception keeps up).
-        self.pub_progress = self.lifecycle_publisher(Clock, "/m3/perception/processed_until", 10)
+        self.pub_progress = self.lifecycle_publisher(Clock, "m3/perception/processed_until", 10)
         self._progress_sent = float("-inf")
         self._image_frame = ""
         self._audio_frame = ""
