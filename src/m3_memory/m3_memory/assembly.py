@@ -82,6 +82,7 @@ def milvus_config(p: Mapping[str, Any]):
         spool_max_mb=p["milvus_spool_max_mb"],
         timeout_s=p["milvus_timeout_s"],
         fleet_slot=p["fleet_slot"],
+        token_env=p["milvus_token_env"],
     )
 
 

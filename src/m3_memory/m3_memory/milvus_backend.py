@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import os
 import socket
 import time
 from collections.abc import Iterator
@@ -79,7 +80,8 @@ class MilvusBackend:
         self.client = None
         try:
             self._check_reachable()  # at once, not after pymilvus' connection timeout
-            self.client = MilvusClient(uri=uri, timeout=int(config.timeout_s))
+            token = os.environ.get(config.token_env, "") if config.token_env else ""  # never in a parameter file
+            self.client = MilvusClient(uri=uri, token=token, timeout=int(config.timeout_s))
             self._ensure_collections()
         except StoreError:
             self.close()

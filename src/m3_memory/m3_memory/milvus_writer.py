@@ -44,6 +44,7 @@ class MilvusConfig:
     spool_dir: str = ""  # clips waiting for an unreachable server ("" = ~/.m3/milvus_spool/<prefix>/<robot_id>)
     spool_max_mb: float = 256.0
     timeout_s: int = 5  # one Milvus call; then the clip goes to the spool
+    token_env: str = "MILVUS_TOKEN"  # environment variable holding the server's token ("user:password" or an API key)
 
 
 def _vec_to_b64(vectors: list[np.ndarray]) -> str:

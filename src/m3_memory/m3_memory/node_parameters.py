@@ -39,6 +39,10 @@ PARAMETERS = {
     ),
     "milvus_index_params": ('{"M": 16, "efConstruction": 200}', _text("memory_backend milvus: index params (JSON)")),
     "milvus_search_params": ('{"ef": 128}', _text("memory_backend milvus: search params of the text index (JSON)")),
+    "milvus_token_env": (
+        "MILVUS_TOKEN",
+        _text("memory_backend milvus: environment variable holding the server's token (user:password); unset: none"),
+    ),
     "milvus_timeout_s": (5, _int("memory_backend milvus: longest Milvus call before a clip is buffered [s]", 1, 600)),
     "milvus_spool_dir": (
         "",

@@ -221,3 +221,31 @@ def test_collections_of_another_dimension_are_refused(embedder, milvus_server):
     MilvusBackend(MilvusConfig(uri=milvus_server.uri, collection_prefix=prefix), embedder.dim).close()
     with pytest.raises(StoreError, match="holds 384-d text embeddings; the embedder gives 8-d"):
         MilvusBackend(MilvusConfig(uri=milvus_server.uri, collection_prefix=prefix), 8)
+
+
+def test_the_token_named_by_token_env_reaches_the_client(embedder, milvus_server, monkeypatch):
+    """milvus_token_env: the token comes from the environment (never a parameter file) and goes to
+    MilvusClient; Milvus Lite accepts it unchecked, so this proves the client path, not a refusal."""
+    import pymilvus
+
+    tokens = []
+
+    class Recording(pymilvus.MilvusClient):
+        def __init__(self, *args, **kwargs):
+            tokens.append(kwargs.get("token"))
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(pymilvus, "MilvusClient", Recording)
+    monkeypatch.setenv("M3_TEST_MILVUS_TOKEN", "root:Milvus")
+    prefix = fresh_prefix()
+    config = MilvusConfig(uri=milvus_server.uri, collection_prefix=prefix, token_env="M3_TEST_MILVUS_TOKEN")
+    memory = Memory(MilvusBackend(config, embedder.dim), embedder, GraphConfig())
+    try:
+        for item in clips():
+            memory.ingest(item)
+        assert memory.search.get_entity("voice_1").name == "Alice"
+    finally:
+        memory.close()
+    monkeypatch.delenv("M3_TEST_MILVUS_TOKEN")
+    MilvusBackend(config, embedder.dim).close()  # named but unset: no token
+    assert tokens == ["root:Milvus", ""]
