@@ -43,7 +43,7 @@ class RosMemoryClient:
     """Blocking MemoryClient for use inside a callback of a multi-threaded executor."""
 
     def __init__(self, node: Node, prefix: str, timeout_s: float, callback_group: CallbackGroup) -> None:
-        prefix = prefix.rstrip("/")
+        prefix = node.resolve_service_name(prefix.rstrip("/"))  # relative: in the node's namespace
         self.timeout_s = timeout_s
         self.search_clip_client = node.create_client(SearchClip, f"{prefix}/search_clip", callback_group=callback_group)
         self.search_node_client = node.create_client(SearchNode, f"{prefix}/search_node", callback_group=callback_group)
