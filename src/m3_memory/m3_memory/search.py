@@ -18,6 +18,7 @@ import numpy as np
 from m3_memory import errors
 from m3_memory.as_of import AsOfError, check_as_of
 from m3_memory.embedder import TextEmbedder
+from m3_memory.entity_view import entity_view, graph_stats
 from m3_memory.errors import MemoryApiError
 from m3_memory.graph import MemoryGraph
 from m3_memory.records import (
@@ -32,7 +33,7 @@ from m3_memory.records import (
     TextNode,
 )
 from m3_memory.search_types import ClipQuery, EntityView, SearchConfig, SearchHit, Stats
-from m3_memory.tags import TAG_RE, kind_of
+from m3_memory.tags import TAG_RE
 
 __all__ = ["EntityView", "MemorySearch", "SearchConfig", "SearchHit", "Stats", "check_embedding"]
 
@@ -384,56 +385,7 @@ class MemorySearch:
 
     # -- get_entity / get_stats -------------------------------------------------------------------
     def get_entity(self, entity_id: str) -> EntityView:
-        entity_id = (entity_id or "").strip().strip("<>")
-        if not entity_id:
-            raise MemoryApiError(errors.EMPTY_QUERY, "entity_id is empty")
-        graph = self.graph
-        with graph.lock:
-            canonical = graph.resolve(entity_id)
-            record = graph.entities.get(canonical)
-            if record is None:
-                raise MemoryApiError(errors.UNKNOWN_ENTITY, f"no entity has the id {entity_id!r}")
-            aliases = graph.aliases_of(canonical)
-            if record.kind == KIND_PERSON:
-                members = graph.members_of(canonical)
-                mention_ids = [canonical, *aliases, *members]
-            else:
-                members = [graph.resolve(record.person_id)]
-                mention_ids = [canonical]
-            memory_ids = {n for e in mention_ids for n in graph.entity_memories.get(e, [])}
-            memory_ids = sorted(memory_ids, key=lambda n: -graph.text[n].seq)
-            crop_from = [m for m in members if kind_of(m) == KIND_FACE] if record.kind == KIND_PERSON else [canonical]
-        crop = b""
-        best = -2.0
-        for face_id in crop_from:
-            face = graph.entities.get(face_id)
-            if face is not None and face.crop_score > best:
-                data = graph.backend.entity_crop(face_id)
-                if data:
-                    crop, best = data, face.crop_score
-        return EntityView(
-            canonical, record.kind, graph.display_name(canonical), aliases, members, record.observation_count,
-            record.first_clip, record.last_clip, record.first_ns, record.last_ns, memory_ids, crop,
-        )  # fmt: skip
+        return entity_view(self.graph, entity_id)
 
     def get_stats(self) -> Stats:
-        graph = self.graph
-        with graph.lock:
-            kinds = [r.kind for r in graph.entities.values()]
-            texts = [n.kind for n in graph.text.values()]
-            index_size = len(graph.text_index) + sum(len(i) for i in graph.entity_index.values())
-            stats = Stats(
-                clips=len(graph.clips),
-                last_clip_index=graph.last_clip_index,
-                episodic=texts.count("episodic"),
-                semantic=texts.count("semantic"),
-                faces=kinds.count(KIND_FACE),
-                voices=kinds.count(KIND_VOICE),
-                persons=kinds.count(KIND_PERSON),
-                index_size=index_size,
-                disk_bytes=0,
-                schema_version=graph.backend.schema_version,
-                memory_dir=graph.backend.location,
-            )
-        stats.disk_bytes = graph.backend.disk_bytes()
-        return stats
+        return graph_stats(self.graph)
