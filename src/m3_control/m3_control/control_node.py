@@ -182,7 +182,7 @@ class ControlNode(ManagedNode):
         if self._injected_memory is None:
             self._ros_memory = RosMemoryClient(self, p["memory_prefix"], p["memory_timeout_s"], self._group)
             self.memory: MemoryClient = self._ros_memory
-            memory_text = f"memory services under {p['memory_prefix']}"
+            memory_text = f"memory services under {self._ros_memory.prefix}"
         else:
             self.memory = self._injected_memory
             memory_text = f"memory through {type(self.memory).__name__} (in this process, no services)"

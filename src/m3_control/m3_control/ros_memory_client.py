@@ -44,7 +44,7 @@ class RosMemoryClient:
 
     def __init__(self, node: Node, prefix: str, timeout_s: float, callback_group: CallbackGroup) -> None:
         prefix = node.resolve_service_name(prefix.rstrip("/"))  # relative: in the node's namespace
-        self.timeout_s = timeout_s
+        self.prefix, self.timeout_s = prefix, timeout_s
         self.search_clip_client = node.create_client(SearchClip, f"{prefix}/search_clip", callback_group=callback_group)
         self.search_node_client = node.create_client(SearchNode, f"{prefix}/search_node", callback_group=callback_group)
         self.get_entity_client = node.create_client(GetEntity, f"{prefix}/get_entity", callback_group=callback_group)
