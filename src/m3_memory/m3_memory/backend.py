@@ -119,7 +119,7 @@ class MemoryBackend(Protocol):
 
     def disk_bytes(self) -> int: ...
 
-    def save_text_index(self, index: CosineIndex, count: int, max_seq: int) -> bool:
-        """Keep the text index for a fast next open, where the back-end can; False when not saved."""
+    def save_text_index(self, index: CosineIndex, nodes: list[TextNode]) -> bool:
+        """Keep the text index (holding nodes, in seq order) for a fast next open; False when not saved."""
 
     def close(self) -> None: ...

@@ -144,7 +144,8 @@ class MemoryGraph(PeopleMixin, MemoriesMixin):
         with self.ingest_lock, self.lock:
             if not self.text:
                 return False
-            return self.backend.save_text_index(self.text_index, len(self.text), max(self.text_by_seq))
+            nodes = [self.text[self.text_by_seq[seq]] for seq in sorted(self.text_by_seq)]
+            return self.backend.save_text_index(self.text_index, nodes)
 
     def _cache_text(self, node: TextNode) -> None:
         self.text[node.node_id] = node

@@ -26,6 +26,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from m3_memory import saved_index
+from m3_memory.ann_index import CosineIndex
 from m3_memory.backend import Snapshot
 from m3_memory.errors import StoreError
 from m3_memory.milvus_spool import ClipSpool
@@ -301,7 +303,27 @@ class MilvusBackend:
         snap.node_clips = [(d["node"], d["clip"]) for d in node_clips if d["delta"] > 0]
         snap.node_clip_deltas = [(d["node"], d["clip"], d["delta"]) for d in node_clips]
         snap.counters, snap.meta = dict(self._counters), dict(self._meta)
+        snap.text_index = self._saved_text_index(snap, text_dim)
         return snap
+
+    # -- the text index kept locally (Milvus holds the vectors; rebuilding 100k takes a minute) -----
+    def _index_base(self) -> str:
+        return os.path.join(self.spool.directory, "text_index")  # beside this robot's clip buffer
+
+    @staticmethod
+    def _index_meta(nodes: list[TextNode], dim: int) -> dict:
+        return {"count": len(nodes), "dim": dim, "texts": saved_index.texts_digest(nodes)}
+
+    def _saved_text_index(self, snap: Snapshot, dim: int) -> CosineIndex | None:
+        """The index saved at the last close when it holds exactly these memories (a digest of their
+        texts, so another memory under the same robot id never matches); None = rebuild."""
+        path = saved_index.matching(self._index_base(), self._index_meta(snap.text_nodes, dim))
+        if path is None:
+            return None
+        try:
+            return CosineIndex.load(path, dim, [node.seq for node in snap.text_nodes], snap.text_vectors)
+        except (RuntimeError, ValueError, OSError):  # a damaged file: rebuilt from Milvus
+            return None
 
     def search_text(self, vector: np.ndarray, top_k: int, robot_id: str = "") -> list[dict]:
         """Memories of the whole fleet (or of robot_id) closest to vector, searched in Milvus with the
@@ -342,8 +364,9 @@ class MilvusBackend:
     def disk_bytes(self) -> int:
         return 0  # held by the Milvus server
 
-    def save_text_index(self, index, count: int, max_seq: int) -> bool:
-        return False  # rebuilt from Milvus on open
+    def save_text_index(self, index: CosineIndex, nodes: list[TextNode]) -> bool:
+        """Kept on this machine (on close): the next open loads it instead of rebuilding it."""
+        return saved_index.save(self._index_base(), index, self._index_meta(nodes, index.dim))
 
     def integrity_check(self) -> list[str]:
         """Problems found (empty = healthy): listed memories without a text row, members of no person."""

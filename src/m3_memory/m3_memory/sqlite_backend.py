@@ -14,7 +14,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from m3_memory.ann_index import EXACT_MAX, CosineIndex
+from m3_memory import saved_index
+from m3_memory.ann_index import CosineIndex
 from m3_memory.backend import Snapshot
 from m3_memory.errors import StoreError
 from m3_memory.records import EntityRecord, TextNode
@@ -209,40 +210,19 @@ class SqliteBackend:
             raise StoreError(f"text nodes changed while the memory opened ({count} then {filled})")
         return vectors
 
-    def _index_paths(self) -> tuple[str, str]:
-        base = os.path.join(self.store.memory_dir, "text_index")
-        return base + ".hnsw", base + ".json"
-
     def _saved_text_index(self, conn, dim: int) -> str | None:
         """The saved text index when it matches the store exactly (text nodes are only ever added,
         so equal count and highest seq mean equal contents); None means rebuild from the store."""
-        path, meta_path = self._index_paths()
-        try:
-            with open(meta_path, encoding="utf-8") as handle:
-                meta = json.load(handle)
-        except (OSError, ValueError):
-            return None
         count, top = conn.execute("SELECT count(*), coalesce(max(seq), 0) FROM text_nodes").fetchone()
-        matches = (meta.get("count"), meta.get("max_seq"), meta.get("dim")) == (count, top, dim)
-        return path if matches and count > EXACT_MAX and os.path.isfile(path) else None
+        return saved_index.matching(self._index_base(), {"count": count, "max_seq": top, "dim": dim})
 
-    def save_text_index(self, index: CosineIndex, count: int, max_seq: int) -> bool:
-        """Save the text index next to the store (on close) so large memories open fast; the
-        metadata is written last, so a torn save is detected as a mismatch and rebuilt."""
-        if count <= EXACT_MAX:
-            return False
-        path, meta_path = self._index_paths()
-        for stale in (meta_path, path):
-            if os.path.exists(stale):
-                os.remove(stale)
-        index.save(path + ".tmp")
-        os.replace(path + ".tmp", path)
-        with open(meta_path + ".tmp", "w", encoding="utf-8") as handle:
-            json.dump({"count": count, "max_seq": max_seq, "dim": index.dim}, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(meta_path + ".tmp", meta_path)
-        return True
+    def _index_base(self) -> str:
+        return os.path.join(self.store.memory_dir, "text_index")
+
+    def save_text_index(self, index: CosineIndex, nodes: list[TextNode]) -> bool:
+        """Save the text index next to the store (on close) so large memories open fast."""
+        meta = {"count": len(nodes), "max_seq": nodes[-1].seq if nodes else 0, "dim": index.dim}
+        return saved_index.save(self._index_base(), index, meta)
 
     def get_meta(self, key: str) -> str | None:
         return self.store.get_meta(key)

@@ -249,3 +249,50 @@ def test_the_token_named_by_token_env_reaches_the_client(embedder, milvus_server
     monkeypatch.delenv("M3_TEST_MILVUS_TOKEN")
     MilvusBackend(config, embedder.dim).close()  # named but unset: no token
     assert tokens == ["root:Milvus", ""]
+
+
+def test_a_large_memory_reopens_with_its_saved_index_and_never_with_another_memorys(tmp_path, embedder, milvus_server):
+    """Closing keeps the text index beside the robot's clip buffer, so reopening loads it instead of
+    rebuilding it from Milvus, with the same answers; another memory later stored under the same
+    robot id and prefix (same count of memories) never takes it, and a damaged file is rebuilt."""
+    from m3_memory.bench import ingest, synthetic_texts
+
+    prefix, spool = fresh_prefix(), tmp_path / "spool"
+    config = MilvusConfig(uri=milvus_server.uri, collection_prefix=prefix, spool_dir=str(spool))
+
+    def opened() -> Memory:
+        return Memory(MilvusBackend(config, embedder.dim), embedder, GraphConfig())
+
+    def found(memory: Memory) -> list[str]:
+        return [hit.node_id for hit in memory.search.search_node("where did he put the keys", top_k=10)]
+
+    texts = synthetic_texts(400, 4, 400)  # past EXACT_MAX: an HNSW graph, not the exact scan
+    memory = opened()
+    ingest(memory, texts, 50, 4, embedder.embed_batch(texts), "bulk")
+    expected = found(memory)
+    memory.close()  # saves the index
+    assert (spool / "text_index.hnsw").is_file() and (spool / "text_index.json").is_file()
+    reopened = opened()
+    try:
+        assert reopened.graph.text_index_loaded and found(reopened) == expected
+    finally:
+        reopened.graph.backend.close()  # not close(): keep the saved index as it is
+    client = MilvusClient(uri=milvus_server.uri)
+    for name in (f"{prefix}_text", f"{prefix}_records"):
+        client.drop_collection(name)
+    other = [text.replace("keys", "gloves") for text in texts]  # another memory, as many memories
+    memory = opened()
+    ingest(memory, other, 50, 4, embedder.embed_batch(other), "bulk")
+    rebuilt = found(memory)
+    memory.graph.backend.close()
+    reopened = opened()
+    try:
+        assert not reopened.graph.text_index_loaded and found(reopened) == rebuilt
+    finally:
+        reopened.close()  # saves this memory's index
+    (spool / "text_index.hnsw").write_bytes(b"\0" * 4096)  # damaged, its description intact
+    reopened = opened()
+    try:
+        assert not reopened.graph.text_index_loaded and found(reopened) == rebuilt
+    finally:
+        reopened.graph.backend.close()
