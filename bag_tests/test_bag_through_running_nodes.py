@@ -63,6 +63,29 @@ def call(client, request, timeout_s: float = 30.0):
     return future.result()
 
 
+def subscribe_to_perception(node: Node, on_faces, on_voices, depth: int) -> None:
+    """Subscribe to perception's faces and voices and wait until perception's publishers are matched:
+    a FaceTracks published before discovery reaches nobody."""
+    from m3_interfaces.msg import FaceTracks, VoiceSegment
+
+    qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE)
+    subscriptions = [
+        node.create_subscription(FaceTracks, "/m3/faces", on_faces, qos),
+        node.create_subscription(VoiceSegment, "/m3/voices", on_voices, qos),
+    ]
+    deadline = time.monotonic() + 60
+    while any(sub.get_publisher_count() == 0 for sub in subscriptions) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert all(sub.get_publisher_count() > 0 for sub in subscriptions), "perception's outputs never appeared"
+
+
+def keep_up_options(rate: float) -> PlaybackOptions:
+    """Playback paced on perception's progress (nothing dropped); rate 0: as fast as it keeps up."""
+    return PlaybackOptions(
+        rate=rate, wait_for_subscribers_s=60, keep_up_topic="/m3/perception/processed_until", keep_up_lead_s=0.25
+    )
+
+
 @pytest.fixture(scope="module")
 def ros():
     rclpy.init()
@@ -80,7 +103,6 @@ def ros():
 def played_memory(ros, episode_bag, tmp_path_factory):
     """Play the bag in real time (paced on perception's progress, so a loaded machine drops nothing)
     to perception + memory + control; stop them; return the memory dir."""
-    from m3_interfaces.msg import FaceTracks, VoiceSegment
     from m3_interfaces.srv import GetStats
 
     memory_dir = tmp_path_factory.mktemp("bag_memory") / "memory"
@@ -98,19 +120,8 @@ def played_memory(ros, episode_bag, tmp_path_factory):
 
             return callback
 
-        qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-        subscriptions = [
-            ros.create_subscription(FaceTracks, "/m3/faces", seen("faces"), qos),
-            ros.create_subscription(VoiceSegment, "/m3/voices", seen("voices"), qos),
-        ]
-        deadline = time.monotonic() + 60
-        while any(sub.get_publisher_count() == 0 for sub in subscriptions) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert all(sub.get_publisher_count() > 0 for sub in subscriptions), "perception's outputs never appeared"
-        options = PlaybackOptions(
-            rate=1.0, wait_for_subscribers_s=60, keep_up_topic="/m3/perception/processed_until", keep_up_lead_s=0.25
-        )
-        assert BagPlayer(ros, str(episode_bag), options).play() > 0
+        subscribe_to_perception(ros, seen("faces"), seen("voices"), depth=100)
+        assert BagPlayer(ros, str(episode_bag), keep_up_options(rate=1.0)).play() > 0
         last_output[0] = time.monotonic()
         deadline = time.monotonic() + 180
         while time.monotonic() - last_output[0] < SETTLE_S and time.monotonic() < deadline:
@@ -174,27 +185,14 @@ def test_services_and_the_control_action_answer_from_that_memory(ros, played_mem
 
 def test_keep_up_playback_is_as_fast_as_perception_and_drops_nothing(ros, episode_bag, tmp_path):
     from m3_agent.recording.bag_reader import bag_info
-    from m3_interfaces.msg import FaceTracks, VoiceSegment
     from m3_interfaces.srv import GetStats
 
     suite = start_suite(tmp_path / "memory", "perception_node", "memory_node")
     try:
         wait_for_service(ros, GetStats, "/m3/memory/get_stats")
         tracks, voices = [], []
-        qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
-        subscriptions = [
-            ros.create_subscription(FaceTracks, "/m3/faces", tracks.append, qos),
-            ros.create_subscription(VoiceSegment, "/m3/voices", voices.append, qos),
-        ]
-        # Matched before the first frame: a FaceTracks published before discovery reaches nobody.
-        deadline = time.monotonic() + 60
-        while any(sub.get_publisher_count() == 0 for sub in subscriptions) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert all(sub.get_publisher_count() > 0 for sub in subscriptions), "perception's outputs never appeared"
-        options = PlaybackOptions(
-            rate=0.0, wait_for_subscribers_s=60, keep_up_topic="/m3/perception/processed_until", keep_up_lead_s=0.25
-        )
-        BagPlayer(ros, str(episode_bag), options).play()
+        subscribe_to_perception(ros, tracks.append, voices.append, depth=1000)
+        BagPlayer(ros, str(episode_bag), keep_up_options(rate=0.0)).play()
         frames = bag_info(episode_bag).topics["/camera/image_raw/compressed"][1]
         deadline = time.monotonic() + 60
         while (len(tracks) < frames or len(voices) < 4) and time.monotonic() < deadline:

@@ -228,14 +228,17 @@ class MilvusBackend:
 
     # -- reading ----------------------------------------------------------------------------------
     def load(self, text_dim: int) -> Snapshot:
-        """Queued clips are written first: the snapshot must hold them (StoreError while unreachable)."""
+        """Queued clips are written first: the snapshot must hold them (StoreError while unreachable);
+        the text index saved at the last close comes with it when it matches."""
         try:
             self._check_reachable()
             self._ensure_collections()  # after a server restart the collections are released
             self.flush_spool()
-            return self._load(text_dim)
+            snap = self._load(text_dim)
         except self._errors as error:
             raise StoreError(f"Milvus at {self.config.uri} is unavailable: {error}") from error
+        snap.text_index = self._saved_text_index(snap, text_dim)  # opening only, not the integrity check
+        return snap
 
     def _records_by_kind(self, expr: str) -> dict[str, dict[str, dict]]:
         """kind -> name (the key's last part) -> data, of the records matching expr."""
@@ -303,7 +306,6 @@ class MilvusBackend:
         snap.node_clips = [(d["node"], d["clip"]) for d in node_clips if d["delta"] > 0]
         snap.node_clip_deltas = [(d["node"], d["clip"], d["delta"]) for d in node_clips]
         snap.counters, snap.meta = dict(self._counters), dict(self._meta)
-        snap.text_index = self._saved_text_index(snap, text_dim)
         return snap
 
     # -- the text index kept locally (Milvus holds the vectors; rebuilding 100k takes a minute) -----
