@@ -90,8 +90,14 @@ def set_policy(node: Node, policy: str, timeout: float) -> None:
     params = AsyncParameterClient(node, "control_node")
     if not params.wait_for_services(timeout_sec=timeout):
         raise SystemExit("goal_flood: control_node's parameter services not found")
-    future = params.set_parameters([Parameter("goal_policy", value=policy)])
-    rclpy.spin_until_future_complete(node, future, timeout_sec=timeout)
+    # Asked again every 5 s (setting it twice is harmless): Fast DDS can drop a service's first reply
+    # when the response reader is not matched yet ("failed to send response (timeout)").
+    deadline = time.monotonic() + timeout
+    while True:
+        future = params.set_parameters([Parameter("goal_policy", value=policy)])
+        rclpy.spin_until_future_complete(node, future, timeout_sec=min(5.0, max(0.0, deadline - time.monotonic())))
+        if future.done() or time.monotonic() >= deadline:
+            break
     if not future.done() or not future.result().results[0].successful:
         raise SystemExit(f"goal_flood: could not set goal_policy {policy}")
 
