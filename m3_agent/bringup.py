@@ -161,9 +161,16 @@ def snapshot_graph(probe: Node, node_names: tuple[str, ...], settle_s: float = 5
     from rclpy.action import get_action_server_names_and_types_by_node
 
     deadline = time.monotonic() + settle_s
-    while True:
-        seen = {name for name, _ in probe.get_node_names_and_namespaces()}
-        if set(node_names) <= seen or time.monotonic() > deadline:
+    last, stable_since = None, time.monotonic()
+    while time.monotonic() < deadline:  # until every node is seen and its names stop arriving for 1 s
+        found = sorted(
+            (name, len(probe.get_publisher_names_and_types_by_node(name, namespace)))
+            for name, namespace in probe.get_node_names_and_namespaces()
+            if name in node_names
+        )
+        if found != last:
+            last, stable_since = found, time.monotonic()
+        elif len(found) == len(set(node_names)) and time.monotonic() - stable_since >= 1.0:
             break
         time.sleep(0.1)
     topics, services, actions = {}, {}, {}
@@ -178,7 +185,7 @@ def snapshot_graph(probe: Node, node_names: tuple[str, ...], settle_s: float = 5
             and "/_action/" not in s
         )
         actions[name] = sorted(a for a, _ in get_action_server_names_and_types_by_node(probe, name, namespace))
-    return GraphSnapshot(sorted(seen & set(node_names)), topics, services, actions)
+    return GraphSnapshot(sorted(set(topics)), topics, services, actions)
 
 
 @contextlib.contextmanager
