@@ -2,8 +2,9 @@
 
 Small models need the evidence compact and explicit: which labels are one person (face = voice),
 who else is visible while each utterance is said (an introduction names someone other than the
-speaker: a person seen with them, or the next one who talks), and the utterances in order. The
-reply schema lists this clip's labels as an enum, so a constrained decoder cannot invent ids.
+speaker: a person seen with them, or the next one who talks), and the utterances numbered in
+order. The reply schema lets a name point only at one of those lines, with whose name it is there
+(the speaker's, the listener's, someone introduced): name_mentions finds the label.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import io
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from m3_memory.name_mentions import ROLES, Turns
 from m3_memory.records import KIND_FACE, ClipEvidence
 from m3_memory.tags import kind_of
 
@@ -28,6 +30,8 @@ class ClipView:
     labels: list[str]  # "<face_1>", "<voice_2>", ... in order of first appearance
     transcripts: list[str]  # what was said, to check that a name the model gives was said
     images: list[tuple[str, bytes]] = field(default_factory=list)  # (caption, JPEG)
+    turns: Turns = field(default_factory=Turns)  # the numbered speech lines: who spoke, who was seen
+    known: dict[str, str] = field(default_factory=dict)  # label id -> the name its person already has
 
     def content(self) -> str | list[dict]:
         """A plain string for text-only models (some servers reject part lists); parts with images."""
@@ -100,29 +104,36 @@ def describe(
     members: dict[str, list[str]] = {}
     for entity_id in order:
         members.setdefault(group[entity_id], []).append(entity_id)
-    people = []
+    people, names = [], {}
     for ids_of_one in members.values():
         ids_of_one.sort(key=lambda e: kind_of(e) != KIND_FACE)
         known = next((n for e in ids_of_one if (n := name_of(e))), "")
         people.append(" = ".join(f"<{e}>" for e in ids_of_one) + (f" ({known})" if known else ""))
+        if known:
+            names[ids_of_one[0]] = known
     lines = [f"Clip of {_seconds(clip.end_ns - clip.start_ns)} s. People: " + "; ".join(people)]
     if spans:
         seen = ", ".join(f"<{e}> {_seconds(a - t0)}-{_seconds(b - t0)} s" for e, (a, b) in spans.items())
         lines.append(f"Seen: {seen}")
     if voices:
         lines.append("Speech:")
+    turns = Turns(group=dict(group))
     for number, voice in enumerate(voices, 1):
         speaker = ids[voice.voice_id]
         others = [
-            f"<{e}>"
+            e
             for e, (a, b) in spans.items()
             if group[e] != group[speaker] and a <= voice.end_ns + NEAR_NS and b >= voice.start_ns - NEAR_NS
         ]
-        with_whom = f", seen with {', '.join(others)}" if others else ""
+        with_whom = ", seen with " + ", ".join(f"<{e}>" for e in others) if others else ""
         lines.append(f'{number}. <{speaker}>{with_whom}: "{voice.transcript.strip()}"')
+        turns.speakers.append(speaker)
+        turns.seen_with.append(others)
+        turns.texts.append(voice.transcript.strip())
     if not voices:
         lines.append("Speech: none")
-    return ClipView("\n".join(lines), [f"<{e}>" for e in order], [v.transcript for v in voices])
+    transcripts = [v.transcript for v in voices]
+    return ClipView("\n".join(lines), [f"<{e}>" for e in order], transcripts, turns=turns, known=names)
 
 
 def add_images(view: ClipView, clip: ClipEvidence, ids: dict[str, str], keyframes: int, max_px: int) -> None:
@@ -161,23 +172,25 @@ def shrink_jpeg(jpeg: bytes, max_px: int) -> bytes:
         return jpeg
 
 
-def reply_schema(labels: list[str], max_names: int = 3, max_semantic: int = 5, max_episodic: int = 3) -> dict:
-    """JSON schema of the reply: names as (label, name) items over this clip's labels, facts and
-    events as short strings; bounded so that a reply stays within the clip's time budget."""
+def reply_schema(lines: int, max_names: int = 4, max_semantic: int = 5, max_episodic: int = 3) -> dict:
+    """JSON schema of the reply: names as (line, name, whose) items over this clip's speech lines
+    (name_mentions places them), facts and events as short strings with this clip's labels;
+    bounded so that a reply stays within the clip's time budget."""
     text = {"type": "string", "minLength": 3, "maxLength": 140}
     return {
         "type": "object",
         "properties": {
             "names": {
                 "type": "array",
-                "maxItems": max_names,
+                "maxItems": max_names if lines else 0,
                 "items": {
                     "type": "object",
                     "properties": {
-                        "label": {"type": "string", "enum": labels} if labels else {"type": "string"},
+                        "line": {"type": "integer", "enum": list(range(1, lines + 1)) or [1]},
                         "name": {"type": "string", "minLength": 2, "maxLength": 30},
+                        "whose": {"type": "string", "enum": list(ROLES)},
                     },
-                    "required": ["label", "name"],
+                    "required": ["line", "name", "whose"],
                     "additionalProperties": False,
                 },
             },

@@ -7,8 +7,11 @@ evidence into names, semantic facts and episodic events.
 - The reply is constrained by `response_format` (a JSON schema whose labels are this clip's), so a
   constrained decoder always returns the expected shape; it is parsed leniently anyway (servers
   without constraints, code fences, prose around the object).
-- Names come from the model as (label, name) items; one is kept only if its label is in the clip
-  and the name was said in the clip (a small model copies names from its prompt's examples).
+- Names come from the model as (line, name, whose) items: name_mentions finds the label from the
+  turns. One is kept only if the name was said on that line (a small model copies names from its
+  prompt's examples), and is one vote for the person's name. Names of the clip's people in the
+  model's facts are written as their labels, so a fact follows its person when a misheard name is
+  outvoted later.
 - With `verbatim` (default) who was seen, every utterance and perception's equivalences are stored
   as they are (as the rules memorizer does) and the model writes only what needs understanding:
   a short reply is what makes a small model on 2 cores keep up with the stream.
@@ -33,6 +36,7 @@ from pathlib import Path
 from m3_memory.clip_prompt import ClipView, add_images, describe, reply_schema
 from m3_memory.graph import MemorizerOutput
 from m3_memory.json_reply import first_json_object, response_format
+from m3_memory.name_mentions import ROLES, labelled_text, resolve_mentions
 from m3_memory.records import KIND_EPISODIC, KIND_SEMANTIC, ClipEvidence, MemoryDraft
 from m3_memory.rules_memorizer import RulesMemorizer
 from m3_memory.tags import tags_in
@@ -54,8 +58,10 @@ class MemorizerUnavailable(MemorizerError):
 
 @dataclass
 class ModelReply:
-    """A parsed reply: names as (label id without brackets, name), facts and events as text."""
+    """A parsed reply: names said on a line as (line, name, whose), names of labels the reference
+    model's way as (label id without brackets, name), facts and events as text."""
 
+    mentions: list[tuple[int, str, str]] = field(default_factory=list)
     names: list[tuple[str, str]] = field(default_factory=list)
     semantic: list[str] = field(default_factory=list)
     episodic: list[str] = field(default_factory=list)
@@ -80,12 +86,15 @@ def parse_reply(reply: str) -> ModelReply | None:
     names_value = data.get("names", [])
     if semantic is None or episodic is None or not isinstance(names_value, list):
         return None
-    names = []
+    mentions = []
     for item in names_value:
-        if isinstance(item, dict) and isinstance(item.get("label"), str) and isinstance(item.get("name"), str):
-            names.append((item["label"].strip().strip("<>"), item["name"].strip()))
-    names += [(m.group(1), m.group(2)) for text in semantic if (m := _NAMED.match(text))]
-    return ModelReply(names, semantic, episodic)
+        if isinstance(item, dict) and isinstance(item.get("name"), str) and item.get("whose") in ROLES:
+            line = item.get("line")
+            if isinstance(line, int) and not isinstance(line, bool):
+                mentions.append((line, item["name"].strip(), item["whose"]))
+    names = [(m.group(1), m.group(2)) for text in semantic if (m := _NAMED.match(text))]
+    semantic = [text for text in semantic if not _NAMED.match(text)]
+    return ModelReply(mentions, names, semantic, episodic)
 
 
 def _said(word: str, transcript: str) -> bool:
@@ -200,7 +209,7 @@ class OpenAIMemorizer:
             "max_tokens": self.max_tokens,
         }
         max_episodic = 4 if view.images else 2
-        form = _response_format(self.response_format, reply_schema(view.labels, max_episodic=max_episodic))
+        form = _response_format(self.response_format, reply_schema(len(view.turns.texts), max_episodic=max_episodic))
         if form is not None:
             body["response_format"] = form
         return body
@@ -259,29 +268,59 @@ class OpenAIMemorizer:
             raise ValueError(f"no choices[0].message.content in the reply: {str(reply)[:200]}") from error
 
     def _merge(self, out: MemorizerOutput, reply: ModelReply, view: ClipView, clip: ClipEvidence) -> None:
-        """Checked model conclusions into out: names of labels in the clip that were said, texts whose
-        tags are the clip's labels; the rest is dropped (and logged)."""
+        """Checked model conclusions into out: names said where the model says, of people in the clip;
+        texts whose tags are the clip's labels, its people's names written as labels; the rest is
+        dropped (and logged)."""
         labels = {label.strip("<>") for label in view.labels}
+        names = self._names(reply, view, labels, clip.clip_index)
+        out.names.extend(names)
         texts = {d.text for d in out.drafts}
-        named: set[str] = set()
-        for label, raw in reply.names:
-            name = said_name(raw, view.transcripts)
-            if label not in labels or name is None or label in named:
-                log.info("clip %d: name %r for <%s> dropped: not said, or not a label", clip.clip_index, raw, label)
+        relabel = _labels_by_name([*names, *view.known.items()], view.turns.group)
+        lines = [(KIND_SEMANTIC, labelled_text(t, relabel)) for t in reply.semantic]
+        lines += [(KIND_SEMANTIC, f"<{label}> is called {name}.") for label, name in names]
+        lines += [(KIND_EPISODIC, labelled_text(t, relabel)) for t in reply.episodic]
+        for kind, text in lines:
+            if text in texts or not set(tags_in(text)) <= labels:
                 continue
-            named.add(label)
-            out.names.append((label, name))
-            reply.semantic.append(f"<{label}> is called {name}.")
-        for kind, lines in ((KIND_SEMANTIC, reply.semantic), (KIND_EPISODIC, reply.episodic)):
-            for text in lines:
-                if text in texts or not set(tags_in(text)) <= labels:
-                    continue
-                if kind == KIND_SEMANTIC and (m := _EQUIVALENCE.match(text)):
-                    if self.verbatim:
-                        continue  # equivalences come from perception's evidence, recorded already
-                    out.equivalences.append((m.group(1), m.group(2), 1.0, 1))
-                texts.add(text)
-                out.drafts.append(MemoryDraft(kind, text, clip.start_ns, clip.end_ns))
+            if kind == KIND_SEMANTIC and (m := _EQUIVALENCE.match(text)):
+                if self.verbatim:
+                    continue  # equivalences come from perception's evidence, recorded already
+                out.equivalences.append((m.group(1), m.group(2), 1.0, 1))
+            texts.add(text)
+            out.drafts.append(MemoryDraft(kind, text, clip.start_ns, clip.end_ns))
+
+    @staticmethod
+    def _names(reply: ModelReply, view: ClipView, labels: set[str], clip_index: int) -> list[tuple[str, str]]:
+        """(label id, name) pairs, each once: a name placed on a line where it was said (the turns
+        tell whose it is), or a reference-style "<voice_2> is called Ana." with a name said in the clip."""
+        texts = view.turns.texts
+        said = [
+            (line, name, whose)
+            for line, raw, whose in reply.mentions
+            if 1 <= line <= len(texts) and (name := said_name(raw, [texts[line - 1]])) is not None
+        ]
+        pairs = [(label, name) for _, name, label in resolve_mentions(view.turns, said)]
+        pairs += [(label, name) for label, raw in reply.names if (name := said_name(raw, view.transcripts))]
+        kept = list(dict.fromkeys(pair for pair in pairs if pair[0] in labels))
+        if len(kept) < len(reply.mentions) + len(reply.names):
+            log.info(
+                "clip %d: names kept %s of %s (not said on that line, or nobody to give them to)",
+                clip_index,
+                kept,
+                reply.mentions + reply.names,
+            )
+        return kept
+
+
+def _labels_by_name(named: list[tuple[str, str]], group: dict[str, str]) -> dict[str, str]:
+    """name -> label id, for names that belong to one person of the clip (a name two people share is
+    left as written)."""
+    people: dict[str, set[str]] = {}
+    label: dict[str, str] = {}
+    for entity_id, name in named:
+        people.setdefault(name, set()).add(group.get(entity_id, entity_id))
+        label.setdefault(name, entity_id)
+    return {name: label[name] for name, who in people.items() if len(who) == 1}
 
 
 def _error_text(error: urllib.error.HTTPError) -> str:

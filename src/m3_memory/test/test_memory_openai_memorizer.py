@@ -24,7 +24,7 @@ from m3_memory.openai_memorizer import (
 )
 
 GOOD = {
-    "names": [{"label": "<voice_1>", "name": "Rosa"}],
+    "names": [{"line": 1, "name": "Rosa", "whose": "self"}],
     "semantic": ["<voice_1> keeps the folder on the shelf.", "Equivalence: <face_1>, <voice_1>"],
     "episodic": ["<face_1> puts a folder on the shelf."],
 }
@@ -104,9 +104,11 @@ def jpeg(width: int, height: int) -> bytes:
 def test_parse_reply_is_lenient_about_the_wrapping_only():
     fenced = "Sure!\n```json\n" + json.dumps(GOOD) + "\n```\nHope this helps."
     parsed = parse_reply(fenced)
-    assert parsed.names == [("voice_1", "Rosa")] and parsed.episodic == GOOD["episodic"]
+    assert parsed.mentions == [(1, "Rosa", "self")] and parsed.episodic == GOOD["episodic"]
     reference_style = parse_reply('{"episodic": "one event", "semantic": ["<voice_3> is called Ugo."]}')
     assert reference_style.episodic == ["one event"] and reference_style.names == [("voice_3", "Ugo")]
+    odd = '{"names": [{"line": "1", "name": "A", "whose": "self"}, {"line": 2, "name": "B", "whose": "boss"}]}'
+    assert parse_reply(odd).mentions == []  # a line that is no number, a role that is none of the three
     assert parse_reply('{"names": [], "semantic": [], "episodic": []}').names == []  # nothing to learn is fine
     assert parse_reply("no json here") is None
     assert parse_reply('{"episodic": {"a": 1}}') is None
@@ -139,8 +141,11 @@ def test_the_model_sees_who_is_one_person_and_who_else_is_present():
     assert lines[1] == "Seen: <face_1> 1-20 s, <face_2> 2-12 s"
     assert lines[3] == '1. <voice_1>, seen with <face_2>: "this is my neighbour ugo"'
     assert lines[4] == '2. <voice_3>, seen with <face_1>: "hello there"'  # face_2 left at 12 s
-    schema = reply_schema(view.labels)
-    assert schema["properties"]["names"]["items"]["properties"]["label"]["enum"] == view.labels
+    assert view.turns.speakers == ["voice_1", "voice_3"] and view.turns.seen_with == [["face_2"], ["face_1"]]
+    assert view.known == {"face_1": "Nina"}
+    item = reply_schema(len(view.turns.texts))["properties"]["names"]["items"]["properties"]
+    assert item["line"]["enum"] == [1, 2] and item["whose"]["enum"] == ["self", "addressed", "introduced"]
+    assert reply_schema(0)["properties"]["names"]["maxItems"] == 0  # no speech: no name can be placed
 
 
 def test_request_shape_text_only_then_with_keyframes(tmp_path, embedder, server_factory, monkeypatch):
@@ -155,10 +160,7 @@ def test_request_shape_text_only_then_with_keyframes(tmp_path, embedder, server_
     assert body["model"] == "m3-memorization" and body["temperature"] == 0.0
     assert isinstance(body["messages"][1]["content"], str)  # text-only: no images, no part list
     assert body["response_format"]["type"] == "json_object"
-    assert body["response_format"]["schema"]["properties"]["names"]["items"]["properties"]["label"]["enum"] == [
-        "<face_1>",
-        "<voice_1>",
-    ]
+    assert body["response_format"]["schema"]["properties"]["names"]["items"]["properties"]["line"]["enum"] == [1]
     assert {n.text for n in record.semantic} >= {"<voice_1> is called Rosa.", "Equivalence: <face_1>, <voice_1>"}
     assert '<voice_1> says: "I\'m Rosa. The folder stays on the shelf."' in [n.text for n in record.episodic]
     assert mem.search.get_entity("face_1").name == "Rosa"
@@ -185,7 +187,7 @@ def test_request_shape_text_only_then_with_keyframes(tmp_path, embedder, server_
 
 def test_unknown_labels_and_unsaid_names_are_dropped(tmp_path, embedder, server_factory):
     reply = {
-        "names": [{"label": "<voice_1>", "name": "Marco"}, {"label": "<face_9>", "name": "Rosa"}],
+        "names": [{"line": 1, "name": "Marco", "whose": "self"}, {"line": 2, "name": "Rosa", "whose": "self"}],
         "semantic": ["<face_9> likes tea.", "<voice_1> keeps the folder on the shelf."],
         "episodic": [],
     }
