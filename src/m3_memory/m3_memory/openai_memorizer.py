@@ -35,6 +35,7 @@ from pathlib import Path
 
 from m3_memory.clip_prompt import ClipView, add_images, describe, reply_schema
 from m3_memory.graph import MemorizerOutput
+from m3_memory.grounding import grounded
 from m3_memory.json_reply import first_json_object, response_format
 from m3_memory.name_mentions import ROLES, labelled_text, resolve_mentions
 from m3_memory.records import KIND_EPISODIC, KIND_SEMANTIC, ClipEvidence, MemoryDraft
@@ -269,16 +270,21 @@ class OpenAIMemorizer:
 
     def _merge(self, out: MemorizerOutput, reply: ModelReply, view: ClipView, clip: ClipEvidence) -> None:
         """Checked model conclusions into out: names said where the model says, of people in the clip;
-        texts whose tags are the clip's labels, its people's names written as labels; the rest is
-        dropped (and logged)."""
+        texts whose tags are the clip's labels and, for a clip only heard, whose words were said, with
+        its people's names written as labels; the rest is dropped (and logged)."""
         labels = {label.strip("<>") for label in view.labels}
         names = self._names(reply, view, labels, clip.clip_index)
         out.names.extend(names)
         texts = {d.text for d in out.drafts}
+        written = [(KIND_SEMANTIC, t) for t in reply.semantic] + [(KIND_EPISODIC, t) for t in reply.episodic]
+        if not view.images:  # heard only: a fact must be made of what was said
+            unfounded = [t for _, t in written if not (_EQUIVALENCE.match(t) or grounded(t, view.transcripts))]
+            if unfounded:
+                log.info("clip %d: dropped, not said: %s", clip.clip_index, unfounded)
+            written = [(kind, t) for kind, t in written if t not in unfounded]
         relabel = _labels_by_name([*names, *view.known.items()], view.turns.group)
-        lines = [(KIND_SEMANTIC, labelled_text(t, relabel)) for t in reply.semantic]
+        lines = [(kind, labelled_text(t, relabel)) for kind, t in written]
         lines += [(KIND_SEMANTIC, f"<{label}> is called {name}.") for label, name in names]
-        lines += [(KIND_EPISODIC, labelled_text(t, relabel)) for t in reply.episodic]
         for kind, text in lines:
             if text in texts or not set(tags_in(text)) <= labels:
                 continue

@@ -88,6 +88,9 @@ class FasterWhisperAsr:
             language=self.language or None,
             beam_size=self.beam_size,
             word_timestamps=self.word_timestamps,
+            # An utterance is one short VAD segment: no timestamp tokens to predict, which also hears
+            # better (synthetic voices: WER 0.060 -> 0.045; real LibriVox unchanged; README).
+            without_timestamps=not self.word_timestamps,
             condition_on_previous_text=False,  # an utterance is short; earlier text only invites repetition
             vad_filter=False,  # the voice pipeline has cut the speech already
         )

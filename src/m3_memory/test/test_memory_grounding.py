@@ -1,0 +1,57 @@
+"""A fact the model writes about a clip it only heard must be made of what was said (grounding.py);
+checked through the memorizer against a scripted server, with a vision clip left unchecked."""
+
+from __future__ import annotations
+
+import json
+
+from m3mem_evidence import S, clip, face, match, voice
+from test_memory_openai_memorizer import jpeg, server_factory  # noqa: F401  (a fixture)
+
+from m3_memory.grounding import grounded
+from m3_memory.memory import Memory
+from m3_memory.openai_memorizer import OpenAIMemorizer
+
+SAID = ["I usually drink hot chocolate before bed.", "My sister Nadia moved the bike to the shed."]
+
+
+def test_facts_made_of_what_was_said_are_kept():
+    assert grounded("<voice_1> usually drinks hot chocolate before bed.", SAID)
+    assert grounded("Nadia moves the bike to the shed.", SAID)  # inflections share the first letters
+    assert grounded("<face_2> is the sister of <voice_1>.", SAID)  # labels are not words
+    assert grounded("<voice_1> is here.", SAID)  # no longer word to judge
+
+
+def test_copied_and_invented_facts_are_dropped():
+    assert not grounded("<face_2> agrees to take the laundry out.", SAID)  # a prompt example's words
+    assert not grounded("<face_1> is Tom.", SAID)  # a name nobody said
+    assert not grounded("Nadia is the listener of the conversation.", SAID)
+
+
+def test_the_memorizer_keeps_heard_facts_and_trusts_what_a_vision_model_saw(tmp_path, server_factory):  # noqa: F811
+    from m3_memory.embedder import TextEmbedder
+
+    reply = {
+        "names": [],
+        "semantic": ["<voice_1> drinks hot chocolate before bed.", "<face_1> agrees to take the laundry out."],
+        "episodic": ["<face_1> waters the ferns."],
+    }
+    server = server_factory([json.dumps(reply), json.dumps(reply)])
+    heard = clip(
+        0,
+        faces=[face("face_1", 1.0)],
+        voices=[voice("voice_1", 2, 4, SAID[0])],
+        matches=[match("face_1", "voice_1", 4)],
+    )
+    mem = Memory.open(str(tmp_path / "m"), TextEmbedder(), memorizer=OpenAIMemorizer(server.url, "m", timeout_s=5))
+    record = mem.ingest(heard)
+    texts = [n.text for n in [*record.semantic, *record.episodic]]
+    assert "<voice_1> drinks hot chocolate before bed." in texts
+    assert not any("laundry" in t or "ferns" in t for t in texts)
+
+    seen = clip(1, faces=[face("face_1", 31.0)], voices=[voice("voice_1", 32, 34, SAID[0])])
+    seen.keyframes = [(31 * S, jpeg(64, 48))]
+    vision = OpenAIMemorizer(server.url, "qwen-vl", keyframes=1)
+    record = mem.ingest(seen, memorizer=vision)
+    assert "<face_1> waters the ferns." in [n.text for n in record.episodic]  # seen, never said
+    mem.close()
