@@ -30,6 +30,7 @@ PERSON_HIT_RE = re.compile(rf"^<({ANY_ID})> is called ([A-Z][\w-]*); faces and v
 MEMBER_HIT_RE = re.compile(rf"^<({ANY_ID})> of <({ANY_ID})>(?: \(([A-Z][\w-]*)\))?")
 # In answers a model may also write an id without its brackets ("person_3").
 ANSWER_ID_RE = re.compile(rf"<({ANY_ID})>|\b({ANY_ID})\b")
+UNNAMED = "someone whose name I don't know"  # an id in an answer that memory has no name for
 
 
 def names_from(evidence: list[Memory]) -> dict[str, str]:
@@ -74,5 +75,8 @@ def known_names(text: str, evidence: list[Memory], memory: MemoryClient) -> dict
 
 
 def resolve_names(text: str, evidence: list[Memory], memory: MemoryClient) -> str:
-    """Replace entity ids in an answer by the names memory knows (get_entity, or "<id> is named X" memories)."""
-    return with_names(text, known_names(text, evidence, memory), ANSWER_ID_RE)
+    """Entity ids in an answer replaced by the names memory knows (get_entity, or "<id> is named X"
+    memories), and an id it knows no name for by UNNAMED: an answer is for people (an id means
+    nothing to them), and robot code has the ids in the result's evidence."""
+    names = known_names(text, evidence, memory)
+    return ANSWER_ID_RE.sub(lambda m: names.get(m.group(1) or m.group(2), UNNAMED), text)

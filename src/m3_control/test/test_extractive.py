@@ -183,4 +183,4 @@ def test_a_memory_about_somebody_else_by_name_does_not_answer():
 def test_an_unnamed_id_may_still_be_the_person_asked_about():
     memory = FakeMemory([(0, [_m("semantic_1", "The phone of <voice_7> is in the bedroom.", 0, ("voice_7",))])])
     result, _, _ = ask("Where is Gina's phone?", memory)
-    assert result.answer == "The phone of <voice_7> is in the bedroom."
+    assert result.answer == "The phone of someone whose name I don't know is in the bedroom."  # no id for people

@@ -77,6 +77,16 @@ def test_search_then_answer_with_reasoning_stripped_and_names_resolved():
     assert result.transcript[-1]["content"].startswith("Action: [Answer]")
 
 
+def test_an_id_memory_has_no_name_for_never_reaches_the_answer():
+    with ChatServer([search("who cooks"), answer("The one who cooks is <person_7>.")]) as server:
+        result, _, _ = run(server, "Who cooks at the restaurant?")
+    assert result.code == "SUCCEEDED", result.error_message
+    assert result.answer == "The one who cooks is someone whose name I don't know."
+    with ChatServer([search("who cooks"), answer("<person_7>")]) as server:
+        result, _, _ = run(server, "Which character id cooks at the restaurant?")
+    assert result.answer == "<person_7>"  # asked for an id: the id
+
+
 def test_malformed_reply_is_reasked_then_model_error():
     with ChatServer(["I think the keys are somewhere.", answer("In the drawer.")]) as server:
         result, _, reasoner = run(server, "Where are the keys?", reasks=2)
