@@ -33,3 +33,15 @@ def grounded(text: str, transcripts: list[str]) -> bool:
         return False
     longer = [w for w in words if len(w) > STEM]
     return not longer or sum(_stem(w) in said for w in longer) >= MIN_SHARE * len(longer)
+
+
+def copied(text: str, transcripts: list[str], min_words: int = 3) -> bool:
+    """Whether `text` only repeats a stretch of one line as said (case and punctuation aside): with
+    the lines stored verbatim it adds nothing, and in the speaker's first person it no longer says
+    whose fact it is (measured: "Please do not eat the strawberries, ..." as a fact, and the model
+    answering "what should David never be served?" with it)."""
+    words = [w.lower() for w in _WORD.findall(TAG_RE.sub(" ", text))]
+    if len(words) < min_words or TAG_RE.search(text):
+        return False
+    stretch = f" {' '.join(words)} "
+    return any(stretch in f" {' '.join(w.lower() for w in _WORD.findall(t))} " for t in transcripts)

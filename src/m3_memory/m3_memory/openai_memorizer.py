@@ -35,7 +35,7 @@ from pathlib import Path
 
 from m3_memory.clip_prompt import ClipView, add_images, describe, reply_schema
 from m3_memory.graph import MemorizerOutput
-from m3_memory.grounding import grounded
+from m3_memory.grounding import copied, grounded
 from m3_memory.json_reply import first_json_object, response_format
 from m3_memory.name_mentions import ROLES, labelled_text, resolve_mentions
 from m3_memory.records import KIND_EPISODIC, KIND_SEMANTIC, ClipEvidence, MemoryDraft
@@ -282,6 +282,8 @@ class OpenAIMemorizer:
             if unfounded:
                 log.info("clip %d: dropped, not said: %s", clip.clip_index, unfounded)
             written = [(kind, t) for kind, t in written if t not in unfounded]
+        if self.verbatim:  # the lines are stored as said: a fact that only repeats one is dropped
+            written = [(kind, t) for kind, t in written if not copied(t, view.transcripts)]
         relabel = _labels_by_name([*names, *view.known.items()], view.turns.group)
         lines = [(kind, labelled_text(t, relabel)) for kind, t in written]
         lines += [(KIND_SEMANTIC, f"<{label}> is called {name}.") for label, name in names]

@@ -8,7 +8,7 @@ import json
 from m3mem_evidence import S, clip, face, match, voice
 from test_memory_openai_memorizer import jpeg, server_factory  # noqa: F401  (a fixture)
 
-from m3_memory.grounding import grounded
+from m3_memory.grounding import copied, grounded
 from m3_memory.memory import Memory
 from m3_memory.openai_memorizer import OpenAIMemorizer
 
@@ -28,12 +28,24 @@ def test_copied_and_invented_facts_are_dropped():
     assert not grounded("Nadia is the listener of the conversation.", SAID)
 
 
+def test_a_fact_that_only_repeats_a_line_is_a_copy():
+    assert copied("i usually drink HOT chocolate, before bed", SAID)
+    assert copied("My sister Nadia moved the bike.", SAID)  # a stretch of the line
+    assert not copied("<voice_1> usually drinks hot chocolate before bed.", SAID)  # says whose it is
+    assert not copied("Nadia moved the bike to the garage.", SAID)
+    assert not copied("the shed", SAID)  # too short to tell
+
+
 def test_the_memorizer_keeps_heard_facts_and_trusts_what_a_vision_model_saw(tmp_path, server_factory):  # noqa: F811
     from m3_memory.embedder import TextEmbedder
 
     reply = {
         "names": [],
-        "semantic": ["<voice_1> drinks hot chocolate before bed.", "<face_1> agrees to take the laundry out."],
+        "semantic": [
+            "<voice_1> drinks hot chocolate before bed.",
+            "<face_1> agrees to take the laundry out.",
+            "I usually drink hot chocolate before bed.",
+        ],
         "episodic": ["<face_1> waters the ferns."],
     }
     server = server_factory([json.dumps(reply), json.dumps(reply)])
@@ -48,6 +60,7 @@ def test_the_memorizer_keeps_heard_facts_and_trusts_what_a_vision_model_saw(tmp_
     texts = [n.text for n in [*record.semantic, *record.episodic]]
     assert "<voice_1> drinks hot chocolate before bed." in texts
     assert not any("laundry" in t or "ferns" in t for t in texts)
+    assert [t for t in texts if "usually" in t] == [f'<voice_1> says: "{SAID[0]}"']  # the line, once
 
     seen = clip(1, faces=[face("face_1", 31.0)], voices=[voice("voice_1", 32, 34, SAID[0])])
     seen.keyframes = [(31 * S, jpeg(64, 48))]
