@@ -5,7 +5,8 @@ hundred tokens a search; on a CPU a small model reads about 90 tokens a second, 
 come back as ids in its answers. Here each search shows at most `limit` memories not shown before:
 the best by their similarity to the query, with the instruction's words as a tie-break (the
 extractive reasoner's coverage), bookkeeping dropped ("X is seen", equivalences, "<face_1> is
-called Alice"), ids rendered as the names memory knows (names.py), and the lines in time order
+called Alice"), ids rendered as the names memory knows (names.py; its current names, which the
+loop learns, before "is called" memories), and the lines in time order
 ("[clip 3] ...") so that the latest state of things comes last. An instruction that asks for an id
 sees the ids. Memory text stays data: the system prompt says so, and plan steps are validated
 against the user's own instruction whatever the model reads.
@@ -35,7 +36,7 @@ def relevance(memory: Memory, words: set[str], text: str) -> float:
 def compact_knowledge(clips: list[Clip], nodes: list[Memory], state: LoopState, limit: int) -> str:
     """The knowledge turn of one search: up to `limit` new memories, in time order, names for ids."""
     wants_ids = asks_for_id(state.instruction)
-    names = {} if wants_ids else names_from(state.evidence)
+    names = {} if wants_ids else {**names_from(state.evidence), **state.names}
     words = question_words(state.instruction)
     retrieved = [m for clip in clips for m in clip.memories] + list(nodes)
     candidates: dict[str, tuple[float, int, Memory, str]] = {}

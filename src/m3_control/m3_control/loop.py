@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from m3_control.memory_client import ENTITY_ID_RE, Clip, Memory, MemoryClient, MemoryQueryRejected, MemoryUnavailable
-from m3_control.names import resolve_names
+from m3_control.names import ANSWER_ID_RE, known_names, resolve_names
 from m3_control.reasoner import Answer, LoopState, Reasoner, ReasonerError, Search
 from m3_control.skills import Skill, SkillError, Step, validate_plan
 
@@ -124,6 +124,16 @@ def _append_evidence(state: LoopState, memories: list[Memory]) -> None:
         if memory.node_id not in known:
             state.evidence.append(memory)
             known.add(memory.node_id)
+
+
+def _learn_names(state: LoopState, memories: list[Memory], memory: MemoryClient) -> None:
+    """Names for the entity ids in newly retrieved memories that have none yet (memory's current
+    name first): search_node returns its texts with ids, and a small model shown "<voice_2> says"
+    answers with the id or cannot join it to the person asked about."""
+    text = " ".join(m.text for m in memories)
+    unnamed = {m.group(1) or m.group(2) for m in ANSWER_ID_RE.finditer(text)} - state.names.keys()
+    if unnamed:
+        state.names.update(known_names(" ".join(f"<{e}>" for e in sorted(unnamed)), state.evidence, memory))
 
 
 def run_loop(
@@ -255,6 +265,8 @@ def run_loop(
             memory_ms = (time.perf_counter() - t0) * 1000
             retrieved = [m for clip in clips for m in clip.memories] + list(nodes)
             _append_evidence(state, retrieved)
+            if not asks_for_id(instruction):
+                _learn_names(state, retrieved, memory)
             hits = len(retrieved)
             if state.messages[-1]["role"] != "user":
                 text = render_knowledge(clips, nodes, state) if render_knowledge else knowledge_message(clips, nodes)

@@ -57,6 +57,7 @@ class LoopState:
     # CANCELED / PREEMPTED when the goal must stop, else None: a back-end may poll it while a reply is in flight
     should_stop: Callable[[], str | None] | None = None
     shown: set[str] = field(default_factory=set)  # memory ids a back-end has already shown its model
+    names: dict[str, str] = field(default_factory=dict)  # entity id -> name memory knows (the loop learns them)
 
     @property
     def must_answer(self) -> bool:

@@ -9,7 +9,7 @@ import threading
 import time
 
 import pytest
-from fixtures import ChatServer, FakeMemory
+from fixtures import ChatServer, FakeMemory, _m
 
 from m3_control.loop import LoopConfig, run_loop
 from m3_control.openai_reasoner import JSON_SYSTEM_PROMPT, OpenAIConfig, OpenAIReasoner, load_prompt
@@ -28,7 +28,7 @@ def answer(text: str, plan: list | None = None) -> str:
     return json.dumps(data)
 
 
-def ask(server: ChatServer, instruction: str, should_stop=None, **overrides):
+def ask(server: ChatServer, instruction: str, should_stop=None, memory=None, **overrides):
     settings = dict(
         endpoint=server.endpoint,
         model="m3-test",
@@ -41,7 +41,7 @@ def ask(server: ChatServer, instruction: str, should_stop=None, **overrides):
     )
     settings.update(overrides)
     reasoner = OpenAIReasoner(OpenAIConfig(**settings), skills=SKILLS)
-    memory = FakeMemory()
+    memory = memory or FakeMemory()
     result = run_loop(instruction, reasoner, memory, SKILLS, LoopConfig(), PROMPT, should_stop=should_stop)
     return result, memory, reasoner
 
@@ -93,6 +93,19 @@ def test_prefetch_compact_knowledge_with_names_and_schema_in_the_request():
     assert request["messages"][-2] == {"role": "assistant", "content": json.dumps(
         {"action": "search", "query": "Where did Alice put the keys?"})}  # fmt: skip
     assert result.evidence_ids == ["episodic_3"]
+
+
+def test_compact_knowledge_names_every_id_with_the_name_memory_holds_now():
+    said = '<voice_4> says: "The spare blankets are in the wardrobe upstairs."'
+    clips = [(0, [_m("episodic_1", "episodic", said, 0, ("voice_4",))])]
+    clips += [(0, [_m("semantic_2", "semantic", "<voice_4> is called Nadja.", 0, ("voice_4",))])]  # misheard once
+    memory = FakeMemory(clips, names={"voice_4": "Nadia"})  # the person's name now, after more votes
+    with ChatServer([answer("in the wardrobe upstairs")]) as server:
+        result, _, _ = ask(server, "Where are the spare blankets?", memory=memory)
+    assert result.code == "SUCCEEDED", result.error_message
+    knowledge = server.requests[0]["messages"][-1]["content"]
+    assert 'Nadia says: "The spare blankets are in the wardrobe upstairs."' in knowledge
+    assert "<voice_4>" not in knowledge and "Nadja" not in knowledge
 
 
 def test_model_search_is_widened_and_shown_memories_are_not_repeated():
