@@ -60,11 +60,10 @@ def decision_schema(skills: dict[str, Skill], command: bool, must_answer: bool) 
         "additionalProperties": False,
     }
     if command:
-        answer["properties"]["plan"] = {
-            "type": "array",
-            "items": {"anyOf": [step_schema(skill) for skill in skills.values()]},
-            "maxItems": MAX_PLAN_STEPS,
-        }
+        # No skills: an empty plan only (an empty anyOf is a grammar llama-cpp-python's server cannot
+        # parse, and it then stops serving every client; measured with a reasoner built without skills).
+        steps = {"items": {"anyOf": [step_schema(skill) for skill in skills.values()]}, "maxItems": MAX_PLAN_STEPS}
+        answer["properties"]["plan"] = {"type": "array", **(steps if skills else {"maxItems": 0})}
         answer["required"].append("plan")
     if must_answer:
         return answer

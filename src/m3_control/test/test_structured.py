@@ -63,6 +63,11 @@ def test_schema_allows_a_plan_only_for_commands_and_only_answers_in_the_last_rou
         response_format("grammar", question)
 
 
+def test_without_skills_a_command_may_only_have_an_empty_plan():
+    plan = decision_schema({}, command=True, must_answer=True)["properties"]["plan"]
+    assert plan == {"type": "array", "maxItems": 0}  # never an empty anyOf, which no grammar can express
+
+
 def test_json_replies_parse_and_broken_ones_are_malformed():
     search = parse_json_reply('{"action": "search", "query": "keys drawer"}')
     assert search.query == "keys drawer"
