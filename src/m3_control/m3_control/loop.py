@@ -200,7 +200,7 @@ def run_loop(
             reasoner_ms += (time.perf_counter() - t0) * 1000
             if stopped():
                 return result
-            state.feedback = ""
+            state.feedback, state.replanning = "", False
             if isinstance(decision, Search) and state.must_answer:
                 state.feedback = last_round
             elif isinstance(decision, Answer):
@@ -208,6 +208,7 @@ def run_loop(
                     plan = validate_plan(list(decision.plan), skills, instruction)
                 except SkillError as error:
                     state.feedback = f"Your plan was rejected: {error}. Reply again with a valid plan (or Plan: [])."
+                    state.replanning = True
             if not state.feedback:
                 break
             state.messages.append({"role": "assistant", "content": decision.raw or decision_text(decision)})

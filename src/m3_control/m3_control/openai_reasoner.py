@@ -163,7 +163,7 @@ class OpenAIReasoner:
                 self.config.reasks,
             )
         else:
-            schema = decision_schema(self.skills, not is_question(state.instruction), state.must_answer)
+            schema = decision_schema(self.skills, not is_question(state.instruction), state.answer_only)
             fmt = response_format(self.config.response_format, schema)
             reply = decide_by_chat(
                 lambda messages: self.complete(messages, fmt, state.should_stop),

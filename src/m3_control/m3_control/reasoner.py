@@ -58,10 +58,16 @@ class LoopState:
     should_stop: Callable[[], str | None] | None = None
     shown: set[str] = field(default_factory=set)  # memory ids a back-end has already shown its model
     names: dict[str, str] = field(default_factory=dict)  # entity id -> name memory knows (the loop learns them)
+    replanning: bool = False  # the previous answer's plan was rejected: the re-ask is for an answer
 
     @property
     def must_answer(self) -> bool:
         return self.round >= self.max_rounds
+
+    @property
+    def answer_only(self) -> bool:
+        """Whether a reply must be an answer: the last round, or a re-ask after a rejected plan."""
+        return self.must_answer or self.replanning
 
 
 class Reasoner(Protocol):

@@ -151,8 +151,13 @@ def validate_step(step: Step, skills: dict[str, Skill], instruction: str) -> Non
         target_words = [w for w in _words(step.target) if w not in ("the", "a", "an", "to")]
         named = bool(target_words) and all(w in words for w in target_words)
         if not named and not (set(target_words) <= set(USER_WORDS) and set(USER_WORDS) & set(words)):
+            hint = (
+                "; 'me' in the instruction is the person giving it: use target 'me'"
+                if set(USER_WORDS) & set(words)
+                else "; use the person exactly as the instruction names them"
+            )
             raise SkillError(
-                f"skill {step.skill!r} must act on someone the instruction names; {step.target!r} is not named"
+                f"skill {step.skill!r} must act on someone the instruction names; {step.target!r} is not named{hint}"
             )
 
 

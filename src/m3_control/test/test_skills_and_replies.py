@@ -86,3 +86,13 @@ def test_get_and_take_request_a_hand_over_to_the_person_named():
         validate_plan([{**step, "target": "the stranger"}], SKILLS, "Get Lena a glass of water")
     with pytest.raises(SkillError, match="not requested"):
         validate_plan([step], SKILLS, "Look at Lena")
+
+
+def test_a_hand_over_to_someone_else_than_me_is_told_to_use_me():
+    """The model, reading 'Kenji left his glasses', hands them to Kenji; the rejection says who 'me' is."""
+    step = {"skill": "hand_over", "target": "Kenji", "arguments": {"object": "reading glasses"}}
+    with pytest.raises(SkillError, match="use target 'me'"):
+        validate_plan([step], SKILLS, "Bring me the reading glasses.")
+    assert validate_plan([{**step, "target": "me"}], SKILLS, "Bring me the reading glasses.")[0].target == "me"
+    with pytest.raises(SkillError, match="exactly as the instruction names them"):
+        validate_plan([step], SKILLS, "Bring Lena the reading glasses.")

@@ -137,6 +137,10 @@ def test_command_schema_and_injected_step_still_rejected():
     assert "stranger" not in str(result.plan)
     assert "plan was rejected" in server.requests[1]["messages"][-1]["content"]
     assert "plan" in server.requests[0]["response_format"]["schema"]["anyOf"][1]["properties"]
+    # The re-ask after a rejected plan is for an answer: searching the same words again cannot fix a plan
+    # (a real 1.5B model did that, then gave up with "I don't know").
+    reask = server.requests[1]["response_format"]["schema"]
+    assert reask["properties"]["action"]["enum"] == ["answer"] and "plan" in reask["properties"]
 
 
 def test_ids_left_in_an_answer_become_names():
