@@ -359,7 +359,9 @@ def replay(
     total_s = round(bag_info(bag).duration_s, 1)  # an unreadable recording fails here, before any memory
     replayer = Replayer(memory_dir, params_file, overrides=overrides)
     try:
-        with tqdm(total=total_s, unit="s", desc="replay", disable=not show_progress) as bar:
+        # miniters=0: a resume jumps the bar by the stream it skips, and tqdm's dynamic miniters then
+        # printed only every ~10 s of stream (a kill-at-moment test overshot into the episode's end).
+        with tqdm(total=total_s, unit="s", desc="replay", miniters=0, disable=not show_progress) as bar:
 
             def progress(done_s: float, _total_s: float) -> None:
                 bar.update(round(done_s, 1) - bar.n)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from m3_control.memory_client import ENTITY_ID_RE, Clip, Memory, MemoryClient, MemoryQueryRejected, MemoryUnavailable
 from m3_control.names import ANSWER_ID_RE, known_names, resolve_names
 from m3_control.reasoner import Answer, LoopState, Reasoner, ReasonerError, Search
-from m3_control.skills import Skill, SkillError, Step, validate_plan
+from m3_control.skills import Skill, SkillError, Step, unnamed_objects, validate_plan
 
 # Result codes: names of the Instruct.Result constants.
 SUCCEEDED = "SUCCEEDED"
@@ -190,6 +190,7 @@ def run_loop(
             state.messages.append({"role": "user", "content": last_round})
         decision: Search | Answer | None = None
         plan: list[Step] = []
+        naming_asked = False
         for attempt in range(config.reasks + 1):
             t0 = time.perf_counter()
             try:
@@ -200,7 +201,7 @@ def run_loop(
             reasoner_ms += (time.perf_counter() - t0) * 1000
             if stopped():
                 return result
-            state.feedback, state.replanning = "", False
+            state.feedback, state.answer_again = "", False
             if isinstance(decision, Search) and state.must_answer:
                 state.feedback = last_round
             elif isinstance(decision, Answer):
@@ -208,7 +209,13 @@ def run_loop(
                     plan = validate_plan(list(decision.plan), skills, instruction)
                 except SkillError as error:
                     state.feedback = f"Your plan was rejected: {error}. Reply again with a valid plan (or Plan: [])."
-                    state.replanning = True
+                    state.answer_again = True
+                else:
+                    unnamed = unnamed_objects(decision.text, plan)
+                    if unnamed and not naming_asked and attempt < config.reasks:  # once; the next answer stands
+                        naming_asked = True
+                        state.feedback = f"Your answer does not say what you will pick: name {unnamed[0]!r} in it."
+                        state.answer_again = True
             if not state.feedback:
                 break
             state.messages.append({"role": "assistant", "content": decision.raw or decision_text(decision)})

@@ -58,7 +58,7 @@ class LoopState:
     should_stop: Callable[[], str | None] | None = None
     shown: set[str] = field(default_factory=set)  # memory ids a back-end has already shown its model
     names: dict[str, str] = field(default_factory=dict)  # entity id -> name memory knows (the loop learns them)
-    replanning: bool = False  # the previous answer's plan was rejected: the re-ask is for an answer
+    answer_again: bool = False  # the previous answer was sent back (a rejected plan, an unnamed object)
 
     @property
     def must_answer(self) -> bool:
@@ -66,8 +66,8 @@ class LoopState:
 
     @property
     def answer_only(self) -> bool:
-        """Whether a reply must be an answer: the last round, or a re-ask after a rejected plan."""
-        return self.must_answer or self.replanning
+        """Whether a reply must be an answer: the last round, or a re-ask after an answer sent back."""
+        return self.must_answer or self.answer_again
 
 
 class Reasoner(Protocol):

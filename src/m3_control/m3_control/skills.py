@@ -161,6 +161,21 @@ def validate_step(step: Step, skills: dict[str, Skill], instruction: str) -> Non
             )
 
 
+def unnamed_objects(answer: str, steps: list[Step]) -> list[str]:
+    """Objects the plan picks that the answer does not name ("I will bring Bob his usual drink").
+
+    Why: the answer is what the user hears; a plan that fetches the black coffee while the answer
+    only repeats the instruction's words leaves the user unable to tell what is coming.
+    """
+    said = set(_words(answer))
+    missing = []
+    for step in steps:
+        words = [w for w in _words(step.target) if len(w) > 2 and w not in ("the", "and", "with")]
+        if step.skill == "pick" and words and not said & set(words):
+            missing.append(step.target)
+    return missing
+
+
 def validate_plan(raw_steps: list, skills: dict[str, Skill], instruction: str) -> list[Step]:
     """All steps validated, or SkillError naming the first bad one."""
     if not isinstance(raw_steps, list):

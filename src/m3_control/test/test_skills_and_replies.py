@@ -6,7 +6,7 @@ import pytest
 
 from m3_control.reasoner import Answer, Search
 from m3_control.reply_parser import MalformedReply, parse_reply, strip_reasoning
-from m3_control.skills import SkillError, Step, is_question, load_skills, validate_plan
+from m3_control.skills import SkillError, Step, is_question, load_skills, unnamed_objects, validate_plan
 
 SKILLS = load_skills()
 
@@ -96,3 +96,19 @@ def test_a_hand_over_to_someone_else_than_me_is_told_to_use_me():
     assert validate_plan([{**step, "target": "me"}], SKILLS, "Bring me the reading glasses.")[0].target == "me"
     with pytest.raises(SkillError, match="exactly as the instruction names them"):
         validate_plan([step], SKILLS, "Bring Lena the reading glasses.")
+
+
+def test_an_answer_that_does_not_name_what_the_plan_picks_is_found():
+    steps = validate_plan(
+        [
+            {"skill": "pick", "target": "black coffee with no sugar", "arguments": {"from": "kitchen"}},
+            {"skill": "hand_over", "target": "Bob", "arguments": {"object": "black coffee"}},
+        ],
+        SKILLS,
+        "Bring Bob his usual drink.",
+    )
+    vague = "I will bring Bob his usual drink from the kitchen."
+    assert unnamed_objects(vague, steps) == ["black coffee with no sugar"]
+    assert unnamed_objects("I will bring Bob a black coffee.", steps) == []
+    assert unnamed_objects("Bob's coffee is coming.", steps) == []  # one of the object's words is enough
+    assert unnamed_objects("I will go.", [Step("navigate_to", "kitchen")]) == []  # only picked objects count

@@ -143,6 +143,24 @@ def test_command_schema_and_injected_step_still_rejected():
     assert reask["properties"]["action"]["enum"] == ["answer"] and "plan" in reask["properties"]
 
 
+def test_a_command_answer_that_does_not_name_what_it_picks_is_sent_back_once():
+    plan = [
+        {"skill": "navigate_to", "target": "kitchen", "arguments": {}},
+        {"skill": "pick", "target": "black coffee", "arguments": {"from": "kitchen"}},
+        {"skill": "hand_over", "target": "Bob", "arguments": {"object": "black coffee"}},
+    ]
+    vague, named = answer("I will bring Bob his usual drink.", plan), answer("I will bring Bob a black coffee.", plan)
+    with ChatServer([vague, named]) as server:
+        result, _, _ = ask(server, "Bring Bob his usual drink.")
+    assert result.code == "SUCCEEDED" and result.answer == "I will bring Bob a black coffee.", result
+    assert "name 'black coffee'" in server.requests[1]["messages"][-1]["content"]
+    assert server.requests[1]["response_format"]["schema"]["properties"]["action"]["enum"] == ["answer"]
+    with ChatServer([vague, vague]) as server:  # asked once: the next answer stands, plan and all
+        result, _, _ = ask(server, "Bring Bob his usual drink.")
+    assert result.code == "SUCCEEDED" and [s.target for s in result.plan][1] == "black coffee", result
+    assert len(server.requests) == 2
+
+
 def test_ids_left_in_an_answer_become_names():
     with ChatServer([answer("face_2 likes his coffee black.")]) as server:
         result, _, _ = ask(server, "How does Bob take his coffee?")
