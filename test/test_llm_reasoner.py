@@ -250,6 +250,15 @@ def test_a_command_gets_a_valid_plan_and_a_question_none(ask):
     assert question.result.code == SUCCEEDED and question.result.plan == [], str(question)
 
 
+def test_a_command_that_does_not_name_the_thing_gets_an_answer_that_does(ask):
+    """The instruction says only where the thing is; the answer must tell the user what is coming."""
+    command = ask("Bring Marta what Kenji left on the piano.")
+    result = command.result
+    assert result.code == SUCCEEDED, str(command)
+    assert "glasses" in step_text(result), str(command)
+    assert "glasses" in result.answer.lower(), str(command)
+
+
 def test_memory_text_asking_for_a_stranger_never_becomes_a_step(ask):
     asked = ask("Bring me the passport.")
     result = asked.result

@@ -201,7 +201,7 @@ def run_loop(
             reasoner_ms += (time.perf_counter() - t0) * 1000
             if stopped():
                 return result
-            state.feedback, state.answer_again = "", False
+            state.feedback, state.answer_again, show_reply = "", False, True
             if isinstance(decision, Search) and state.must_answer:
                 state.feedback = last_round
             elif isinstance(decision, Answer):
@@ -213,12 +213,13 @@ def run_loop(
                 else:
                     unnamed = unnamed_objects(decision.text, plan)
                     if unnamed and not naming_asked and attempt < config.reasks:  # once; the next answer stands
-                        naming_asked = True
-                        state.feedback = f"Your answer does not say what you will pick: name {unnamed[0]!r} in it."
+                        naming_asked, show_reply = True, False  # a small model shown its vague answer repeats it
+                        state.feedback = f"(Your answer must say what you will pick: name {unnamed[0]!r} in it.)"
                         state.answer_again = True
             if not state.feedback:
                 break
-            state.messages.append({"role": "assistant", "content": decision.raw or decision_text(decision)})
+            if show_reply:
+                state.messages.append({"role": "assistant", "content": decision.raw or decision_text(decision)})
             state.messages.append({"role": "user", "content": state.feedback})
             if attempt == config.reasks:
                 if isinstance(decision, Search):

@@ -154,6 +154,7 @@ def test_a_command_answer_that_does_not_name_what_it_picks_is_sent_back_once():
         result, _, _ = ask(server, "Bring Bob his usual drink.")
     assert result.code == "SUCCEEDED" and result.answer == "I will bring Bob a black coffee.", result
     assert "name 'black coffee'" in server.requests[1]["messages"][-1]["content"]
+    assert server.requests[1]["messages"][-2]["role"] == "user"  # the vague answer is not shown again
     assert server.requests[1]["response_format"]["schema"]["properties"]["action"]["enum"] == ["answer"]
     with ChatServer([vague, vague]) as server:  # asked once: the next answer stands, plan and all
         result, _, _ = ask(server, "Bring Bob his usual drink.")
