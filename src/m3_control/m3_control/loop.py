@@ -190,7 +190,7 @@ def run_loop(
             state.messages.append({"role": "user", "content": last_round})
         decision: Search | Answer | None = None
         plan: list[Step] = []
-        naming_asked = False
+        kept_plan: list[Step] = []  # a valid plan whose answer text was sent back
         for attempt in range(config.reasks + 1):
             t0 = time.perf_counter()
             try:
@@ -201,24 +201,24 @@ def run_loop(
             reasoner_ms += (time.perf_counter() - t0) * 1000
             if stopped():
                 return result
-            state.feedback, state.answer_again, show_reply = "", False, True
+            state.feedback, state.reask = "", ""
             if isinstance(decision, Search) and state.must_answer:
                 state.feedback = last_round
             elif isinstance(decision, Answer):
                 try:
-                    plan = validate_plan(list(decision.plan), skills, instruction)
+                    plan = validate_plan(list(decision.plan), skills, instruction) or kept_plan
                 except SkillError as error:
                     state.feedback = f"Your plan was rejected: {error}. Reply again with a valid plan (or Plan: [])."
-                    state.answer_again = True
+                    state.reask = "plan"
                 else:
                     unnamed = unnamed_objects(decision.text, plan)
-                    if unnamed and not naming_asked and attempt < config.reasks:  # once; the next answer stands
-                        naming_asked, show_reply = True, False  # a small model shown its vague answer repeats it
+                    if unnamed and not kept_plan and attempt < config.reasks:  # once; the next text stands
+                        kept_plan = plan
                         state.feedback = f"(Your answer must say what you will pick: name {unnamed[0]!r} in it.)"
-                        state.answer_again = True
+                        state.reask = "text"
             if not state.feedback:
                 break
-            if show_reply:
+            if state.reask != "text":  # a small model shown its own vague answer writes it again word for word
                 state.messages.append({"role": "assistant", "content": decision.raw or decision_text(decision)})
             state.messages.append({"role": "user", "content": state.feedback})
             if attempt == config.reasks:

@@ -152,6 +152,11 @@ class OpenAIReasoner:
             return Search(query=query, **EXTRACTIVE_SEARCH)
         return Search(query=query)
 
+    @staticmethod
+    def asks_plan(state: LoopState) -> bool:
+        """A command's reply carries a plan, except the re-ask for the text of an answer whose plan stands."""
+        return not is_question(state.instruction) and state.reask != "text"
+
     def decide(self, state: LoopState) -> Search | Answer:
         prefetched = self._prefetched(state)
         if prefetched is not None:
@@ -163,7 +168,7 @@ class OpenAIReasoner:
                 self.config.reasks,
             )
         else:
-            schema = decision_schema(self.skills, not is_question(state.instruction), state.answer_only)
+            schema = decision_schema(self.skills, self.asks_plan(state), state.answer_only)
             fmt = response_format(self.config.response_format, schema)
             reply = decide_by_chat(
                 lambda messages: self.complete(messages, fmt, state.should_stop),

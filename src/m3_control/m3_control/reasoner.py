@@ -58,7 +58,9 @@ class LoopState:
     should_stop: Callable[[], str | None] | None = None
     shown: set[str] = field(default_factory=set)  # memory ids a back-end has already shown its model
     names: dict[str, str] = field(default_factory=dict)  # entity id -> name memory knows (the loop learns them)
-    answer_again: bool = False  # the previous answer was sent back (a rejected plan, an unnamed object)
+    # why the previous answer was sent back: "plan" (rejected) or "text" (it does not name what its valid
+    # plan picks: the plan is kept and only the text is asked for again); "" when it was not
+    reask: str = ""
 
     @property
     def must_answer(self) -> bool:
@@ -67,7 +69,7 @@ class LoopState:
     @property
     def answer_only(self) -> bool:
         """Whether a reply must be an answer: the last round, or a re-ask after an answer sent back."""
-        return self.must_answer or self.answer_again
+        return self.must_answer or bool(self.reask)
 
 
 class Reasoner(Protocol):

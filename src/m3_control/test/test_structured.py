@@ -143,20 +143,22 @@ def test_command_schema_and_injected_step_still_rejected():
     assert reask["properties"]["action"]["enum"] == ["answer"] and "plan" in reask["properties"]
 
 
-def test_a_command_answer_that_does_not_name_what_it_picks_is_sent_back_once():
+def test_a_command_answer_that_does_not_name_what_it_picks_is_sent_back_once_for_its_text():
     plan = [
         {"skill": "navigate_to", "target": "kitchen", "arguments": {}},
         {"skill": "pick", "target": "black coffee", "arguments": {"from": "kitchen"}},
         {"skill": "hand_over", "target": "Bob", "arguments": {"object": "black coffee"}},
     ]
-    vague, named = answer("I will bring Bob his usual drink.", plan), answer("I will bring Bob a black coffee.", plan)
-    with ChatServer([vague, named]) as server:
+    vague = answer("I will bring Bob his usual drink.", plan)
+    with ChatServer([vague, answer("I will bring Bob a black coffee.")]) as server:
         result, _, _ = ask(server, "Bring Bob his usual drink.")
     assert result.code == "SUCCEEDED" and result.answer == "I will bring Bob a black coffee.", result
+    assert [s.skill for s in result.plan] == ["navigate_to", "pick", "hand_over"]  # the valid plan is kept
     assert "name 'black coffee'" in server.requests[1]["messages"][-1]["content"]
     assert server.requests[1]["messages"][-2]["role"] == "user"  # the vague answer is not shown again
-    assert server.requests[1]["response_format"]["schema"]["properties"]["action"]["enum"] == ["answer"]
-    with ChatServer([vague, vague]) as server:  # asked once: the next answer stands, plan and all
+    text_only = server.requests[1]["response_format"]["schema"]
+    assert text_only["properties"]["action"]["enum"] == ["answer"] and "plan" not in text_only["properties"]
+    with ChatServer([vague, answer("I will bring Bob his usual drink.")]) as server:  # once: the next text stands
         result, _, _ = ask(server, "Bring Bob his usual drink.")
     assert result.code == "SUCCEEDED" and [s.target for s in result.plan][1] == "black coffee", result
     assert len(server.requests) == 2
