@@ -214,7 +214,7 @@ def run_loop(
                     unnamed = unnamed_objects(decision.text, plan)
                     if unnamed and not kept_plan and attempt < config.reasks:  # once; the next text stands
                         kept_plan = plan
-                        state.feedback = f"(Your answer must say what you will pick: name {unnamed[0]!r} in it.)"
+                        state.feedback = f"(Say again what you will do, naming {unnamed[0]!r}.)"
                         state.reask = "text"
             if not state.feedback:
                 break

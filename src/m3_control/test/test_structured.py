@@ -154,7 +154,7 @@ def test_a_command_answer_that_does_not_name_what_it_picks_is_sent_back_once_for
         result, _, _ = ask(server, "Bring Bob his usual drink.")
     assert result.code == "SUCCEEDED" and result.answer == "I will bring Bob a black coffee.", result
     assert [s.skill for s in result.plan] == ["navigate_to", "pick", "hand_over"]  # the valid plan is kept
-    assert "name 'black coffee'" in server.requests[1]["messages"][-1]["content"]
+    assert "naming 'black coffee'" in server.requests[1]["messages"][-1]["content"]
     assert server.requests[1]["messages"][-2]["role"] == "user"  # the vague answer is not shown again
     text_only = server.requests[1]["response_format"]["schema"]
     assert text_only["properties"]["action"]["enum"] == ["answer"] and "plan" not in text_only["properties"]
