@@ -28,10 +28,14 @@ class ClipView:
 
     text: str
     labels: list[str]  # "<face_1>", "<voice_2>", ... in order of first appearance
-    transcripts: list[str]  # what was said, to check that a name the model gives was said
     images: list[tuple[str, bytes]] = field(default_factory=list)  # (caption, JPEG)
     turns: Turns = field(default_factory=Turns)  # the numbered speech lines: who spoke, who was seen
     known: dict[str, str] = field(default_factory=dict)  # label id -> the name its person already has
+
+    @property
+    def transcripts(self) -> list[str]:
+        """What was said, line by line: names and facts the model gives are checked against it."""
+        return self.turns.texts
 
     def content(self) -> str | list[dict]:
         """A plain string for text-only models (some servers reject part lists); parts with images."""
@@ -132,8 +136,7 @@ def describe(
         turns.texts.append(voice.transcript.strip())
     if not voices:
         lines.append("Speech: none")
-    transcripts = [v.transcript for v in voices]
-    return ClipView("\n".join(lines), [f"<{e}>" for e in order], transcripts, turns=turns, known=names)
+    return ClipView("\n".join(lines), [f"<{e}>" for e in order], turns=turns, known=names)
 
 
 def add_images(view: ClipView, clip: ClipEvidence, ids: dict[str, str], keyframes: int, max_px: int) -> None:

@@ -16,7 +16,7 @@ import re
 
 from m3_memory.tags import TAG_RE
 
-_WORD = re.compile(r"[^\W\d_][\w'-]*")
+WORD_RE = re.compile(r"[^\W\d_][\w'-]*")  # a word as said: letters first, then letters, ' or -
 STEM = 4  # letters two words must share to count as one word
 MIN_SHARE = 0.5  # share of a fact's longer words that must have been said
 
@@ -27,8 +27,8 @@ def _stem(word: str) -> str:
 
 def grounded(text: str, transcripts: list[str]) -> bool:
     """Whether `text` is made of what was said (above); a text without longer words is kept."""
-    said = {_stem(w) for t in transcripts for w in _WORD.findall(t)}
-    words = _WORD.findall(TAG_RE.sub(" ", text))
+    said = {_stem(w) for t in transcripts for w in WORD_RE.findall(t)}
+    words = WORD_RE.findall(TAG_RE.sub(" ", text))
     if any(w[0].isupper() and _stem(w) not in said for w in words[1:]):
         return False
     longer = [w for w in words if len(w) > STEM]
@@ -40,8 +40,8 @@ def copied(text: str, transcripts: list[str], min_words: int = 3) -> bool:
     the lines stored verbatim it adds nothing, and in the speaker's first person it no longer says
     whose fact it is (measured: "Please do not eat the strawberries, ..." as a fact, and the model
     answering "what should David never be served?" with it)."""
-    words = [w.lower() for w in _WORD.findall(TAG_RE.sub(" ", text))]
+    words = [w.lower() for w in WORD_RE.findall(TAG_RE.sub(" ", text))]
     if len(words) < min_words or TAG_RE.search(text):
         return False
     stretch = f" {' '.join(words)} "
-    return any(stretch in f" {' '.join(w.lower() for w in _WORD.findall(t))} " for t in transcripts)
+    return any(stretch in f" {' '.join(w.lower() for w in WORD_RE.findall(t))} " for t in transcripts)

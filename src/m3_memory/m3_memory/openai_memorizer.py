@@ -35,7 +35,7 @@ from pathlib import Path
 
 from m3_memory.clip_prompt import ClipView, add_images, describe, reply_schema
 from m3_memory.graph import MemorizerOutput
-from m3_memory.grounding import copied, grounded
+from m3_memory.grounding import WORD_RE, copied, grounded
 from m3_memory.json_reply import first_json_object, response_format
 from m3_memory.name_mentions import ROLES, labelled_text, resolve_mentions
 from m3_memory.records import KIND_EPISODIC, KIND_SEMANTIC, ClipEvidence, MemoryDraft
@@ -110,7 +110,7 @@ def _said(word: str, transcript: str) -> bool:
 def said_name(name: str, transcripts: list[str]) -> str | None:
     """The name as it should be stored, if every word of it was said (as a name) in the clip; else None."""
     words = name.split()
-    if not 1 <= len(words) <= 3 or any(not re.fullmatch(r"[^\W\d_][\w'-]*", w) for w in words):
+    if not 1 <= len(words) <= 3 or any(not WORD_RE.fullmatch(w) for w in words):
         return None
     if not all(any(_said(w, t) for t in transcripts) for w in words):
         return None
