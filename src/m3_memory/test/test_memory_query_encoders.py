@@ -1,4 +1,5 @@
-"""Audio queries with real speech: Festival voices, resemblyzer embeddings (m3_perception's encoders)."""
+"""Audio queries with real speech: Festival voices, embedded by the memory's own speaker encoder (the
+perception's default, CAM++), as the stored voices were; a memory of another model's voices."""
 
 from __future__ import annotations
 
@@ -17,9 +18,8 @@ S = 1_000_000_000
 @pytest.fixture(scope="module")
 def speech():
     from m3_perception.synthetic import speak
-    from m3_perception.voice_encoder import VoiceEncoder
 
-    encoder = VoiceEncoder()
+    encoder = QueryEncoders()._voice_encoder()  # built as the memory node builds it
     said = {
         "slt": speak("I like green tea and I keep my keys in the kitchen drawer.", "slt"),
         "kal": speak("I work at the bakery on the corner of main street.", "kal"),
@@ -44,6 +44,31 @@ def test_voice_sample_finds_the_stored_voice(memory, speech):
     assert [h.node_id for h in hits] == ["voice_1", "voice_2"]
     assert hits[0].score > hits[1].score
     assert float(np.dot(query, embedded["slt"])) == pytest.approx(hits[0].score, abs=1e-4)
+
+
+def test_the_query_encoder_is_the_perception_default(speech):
+    from m3_perception.assembly import DEFAULT_SPEAKER_BACKEND
+
+    encoder, _, embedded = speech
+    assert encoder.embedding_model == DEFAULT_SPEAKER_BACKEND == "campplus"
+    assert embedded["slt"].shape == (192,)
+
+
+def test_a_query_against_voices_of_another_model_is_refused(memory, speech):
+    """A memory whose voices came from resemblyzer (256-d), queried with CAM++ (192-d): a clear
+    INVALID_AUDIO naming both sizes, never a crash nor a meaningless match."""
+    from m3_perception.audio_codec import encode_s16le
+    from m3_perception.voice_encoder import VoiceEncoder
+
+    encoder, said, _ = speech
+    old = VoiceEncoder().encode(said["slt"])
+    memory.ingest(clip(0, voices=[VoiceEvidence("voice_1", 1 * S, 4 * S, "I like green tea", 0.9, list(old), 1)]))
+    query = QueryEncoders(voice_encoder=encoder).voice_embedding_from_audio(
+        16000, 1, "S16LE", encode_s16le(said["slt_query"])
+    )
+    with pytest.raises(MemoryApiError, match="voice embedding has 192 values; the stored voices have 256") as info:
+        memory.search.search_node(voice_embedding=query, top_k=2)
+    assert info.value.code == errors.INVALID_AUDIO
 
 
 def test_unusable_audio_is_invalid_audio(speech):

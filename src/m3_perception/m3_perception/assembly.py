@@ -15,6 +15,7 @@ from m3_perception.face_encoder import FaceEncoder
 from m3_perception.face_pipeline import FaceParams, FacePipeline
 from m3_perception.face_voice_matcher import FaceVoiceMatcher, MatcherParams
 from m3_perception.identity_clusters import cosine_to_l2
+from m3_perception.speaker_activity import ActivityParams
 from m3_perception.speaker_turns import TurnParams
 from m3_perception.utterances import SegmenterParams
 from m3_perception.voice_pipeline import VoiceParams, VoicePipeline
@@ -25,10 +26,30 @@ FACE_BACKENDS = ("dlib", "insightface")
 # embeddings, measured here. insightface: cosine distance (1 - cosine) between ArcFace embeddings;
 # 0.7 is the reference system's "cosine >= 0.3 joins a face" (not measured here: no weights).
 FACE_MATCH_DISTANCE = {"dlib": 0.40, "insightface": 0.70}
-SPEAKER_BACKENDS = ("resemblyzer", "eres2netv2")
-# Suggested voice_match_cosine per back-end. resemblyzer: measured here (README, Thresholds).
-# eres2netv2: the reference system's "voice cosine >= 0.6 joins a voice" (not measured here: no weights).
-VOICE_MATCH_COSINE = {"resemblyzer": 0.75, "eres2netv2": 0.60}
+SPEAKER_BACKENDS = ("campplus", "resemblyzer", "eres2netv2")
+DEFAULT_SPEAKER_BACKEND = "campplus"  # node_parameters' speaker_backend default
+# Suggested thresholds per speaker back-end (README, Thresholds). campplus and resemblyzer: measured
+# here on real read speech (real_speech.py: LibriVox reader, two_cities, beckett, clone-test, cards,
+# goforward). CAM++ cosines: whole utterances of one speaker 0.54-0.95 (with the speaker's other
+# utterances' centroid ≥ 0.75), of different speakers ≤ 0.34; 2 s pieces same p1 0.50, different
+# ≤ 0.31 → 0.45. resemblyzer: same 0.64-0.93, different up to 0.70 (they overlap; 0.75 was chosen
+# on synthetic voices). eres2netv2: the reference system's "voice cosine >= 0.6 joins a voice"
+# (not measured here: no weights). Both CAM++ figures leave out two_cities–beckett, which CAM++
+# puts 0.75 apart (whole recordings), far above every other pair: possibly one reader.
+VOICE_MATCH_COSINE = {"campplus": 0.45, "resemblyzer": 0.75, "eres2netv2": 0.60}
+# turn_change_cosine: adjacent 1 s windows of one speaker (CAM++ min 0.30, p1 0.32; resemblyzer
+# min 0.62) against windows of different speakers (CAM++ p95 0.20, max 0.36; resemblyzer up to
+# 0.73). turn_merge_cosine: pieces of one speaker, as for VOICE_MATCH_COSINE. eres2netv2: not measured.
+TURN_CHANGE_COSINE = {"campplus": 0.30, "resemblyzer": 0.65}
+TURN_MERGE_COSINE = {"campplus": 0.45, "resemblyzer": 0.75}
+
+
+def suggested_speaker_params(backend: str) -> dict[str, float]:
+    """The node parameters measured for a speaker back-end (for `--set` lines, tests, other configs)."""
+    out = {"voice_match_cosine": VOICE_MATCH_COSINE[backend]}
+    if backend in TURN_CHANGE_COSINE:
+        out |= {"turn_change_cosine": TURN_CHANGE_COSINE[backend], "turn_merge_cosine": TURN_MERGE_COSINE[backend]}
+    return out
 
 
 class Log(Protocol):
@@ -87,25 +108,46 @@ def build_face_encoder(p: Mapping[str, Any], log: Log = _default_log) -> Any:
     return enc
 
 
-def build_voice_encoder(p: Mapping[str, Any], log: Log = _default_log) -> Any:
-    """The configured speaker encoder (`encode(samples) -> unit vector`, as VoiceEncoder)."""
-    backend = _choice(p, "speaker_backend", SPEAKER_BACKENDS)
-    if backend == "eres2netv2":
+def speaker_encoder(backend: str, model: str = "", log: Log = _default_log) -> Any:
+    """The speaker encoder of one back-end (`encode(samples) -> unit vector`); `model` empty = packaged.
+
+    Shared by the perception node and the memory's audio queries, whose embeddings must come from
+    the same model as the stored ones."""
+    if backend not in SPEAKER_BACKENDS:
+        raise ValueError(f"speaker_backend must be one of {SPEAKER_BACKENDS}, got {backend!r}")
+    if backend == "campplus":
+        from m3_perception.campplus_encoder import CamPlusEncoder
+
+        enc: Any = CamPlusEncoder(model)
+        log.info(f"voices: CAM++ {enc.dim}-d from {enc.path} on torch CPU")
+    elif backend == "eres2netv2":
         from m3_perception.eres2net_encoder import Eres2NetEncoder
 
-        enc = Eres2NetEncoder(p["speaker_model"])
+        enc = Eres2NetEncoder(model)
         runtime = "onnxruntime" if enc.format == "onnx" else "TorchScript"
         log.info(f"voices: ERes2NetV2 {enc.dim}-d from {enc.path} on {runtime} {enc.device.upper()}")
     else:
         from m3_perception.voice_encoder import VoiceEncoder
 
-        enc = VoiceEncoder(p["speaker_model"])
+        enc = VoiceEncoder(model)
+    return enc
+
+
+def build_voice_encoder(p: Mapping[str, Any], log: Log = _default_log) -> Any:
+    """The configured speaker encoder (`encode(samples) -> unit vector`, as VoiceEncoder)."""
+    backend = _choice(p, "speaker_backend", SPEAKER_BACKENDS)
+    enc = speaker_encoder(backend, p["speaker_model"], log)
     _warn_other_default("voice_match_cosine", p["voice_match_cosine"], backend, VOICE_MATCH_COSINE, log)
+    for name, table in (("turn_change_cosine", TURN_CHANGE_COSINE), ("turn_merge_cosine", TURN_MERGE_COSINE)):
+        if name in p:
+            _warn_other_default(name, p[name], backend, table, log)
     return enc
 
 
 def _warn_other_default(name: str, value: float, backend: str, defaults: Mapping[str, float], log: Log) -> None:
     """Say so when a threshold is another back-end's suggested value (a back-end switched, threshold kept)."""
+    if backend not in defaults:
+        return  # nothing measured for this back-end: nothing to compare with
     for other, v in defaults.items():
         if other != backend and abs(value - v) < 1e-9 and abs(value - defaults[backend]) > 1e-9:
             log.warning(
@@ -211,6 +253,15 @@ def build_pipelines(
                 change_cosine=p["turn_change_cosine"],
                 merge_cosine=p["turn_merge_cosine"],
                 min_turn_s=p["turn_min_s"],
+            ),
+            turn_mode=p["turn_mode"],
+            segmentation_min_s=p["turn_segmentation_min_s"],
+            activity=ActivityParams(
+                step_s=p["turn_segmentation_step_s"],
+                onset=p["turn_segmentation_onset"],
+                fill_gap_s=p["turn_segmentation_fill_gap_s"],
+                min_run_s=p["turn_segmentation_min_run_s"],
+                min_overlap_s=p["turn_segmentation_min_overlap_s"],
             ),
         ),
     )

@@ -8,9 +8,14 @@ threads, speech-to-text in its child process), per-stage milliseconds, face/voic
 the ASR word error rate on the Festival HTS voice (`asr_wer`; all voices: `asr_wer_all`).
 
 Real speech (real_speech.py; `asr_wer_real`, `der_real`): the configured ASR's word error rate over
-pocketsphinx-testdata's LibriVox clips, and the diarization error rate on a conversation assembled
-from real recordings of five speakers (LibriVox reader, two_cities, beckett, clone-test, cards) with
-back-to-back 1–3 s turns. Every WER compares `metrics.normalize_text` of both sides.
+pocketsphinx-testdata's LibriVox clips, and the standard diarization error rate (collar 0.25 s,
+overlap scored) on conversations assembled from real recordings: five speakers (LibriVox reader,
+two_cities, beckett, clone-test, cards) with back-to-back 1–3 s turns (`der_real`, as always), and
+the conversational variants of bench_conversations (zero gap, overlap, backchannels, telephone,
+a two-person dialogue and call: `der_real_<variant>`, details in `conversations`), over `--seeds`.
+Every WER compares `metrics.normalize_text` of both sides.
+
+    python -m m3_perception.bench --conversations-only --seeds 1,2,3   # the conversations alone
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ import sys
 import time
 
 import numpy as np
+
+from m3_perception.bench_conversations import VARIANTS, conversation_figures, real_speech_keys
 
 PEOPLE = ["astronaut", "hopper", "cameraman"]
 VOICE_OF = {"astronaut": "slt", "hopper": "kal", "cameraman": "espeak:en-us"}
@@ -141,45 +148,28 @@ def real_asr_wer(asr) -> float | None:
     return round(sum(wer(r, h) * len(r.split()) for r, h in pairs) / words, 4)
 
 
-def real_conversation_der(voices, vad_model: str, seed: int) -> dict:
-    """DER of the configured voice pipeline on a conversation of real speakers (real_speech).
-
-    A fresh VoicePipeline with the bench pipeline's speaker encoder and VoiceParams (turn splitting
-    and clustering as configured) and its own VAD, so the synthetic episode's voices are not among its
-    identities; no ASR (text plays no part in DER). Hypothesis = its VoiceEvents (start, end,
-    voice_id); events with voice_id "" (a short turn near no known voice) are unlabelled speech and are
-    left out, i.e. they count as missed speech.
-    """
-    from m3_perception.metrics import der
-    from m3_perception.real_speech import assemble_conversation, conversation_sources
-    from m3_perception.vad import SileroVad
-    from m3_perception.voice_pipeline import VoicePipeline
-
-    vad = SileroVad(vad_model)
-    conv = assemble_conversation(conversation_sources(), vad, seed=seed, short_share=1.0, back_to_back_share=1.0)
-    pipe = VoicePipeline(SileroVad(vad_model), voices.encoder, None, voices.p)
-    events = []
-    for i in range(0, len(conv.samples), 1600):
-        events += pipe.feed(conv.samples[i : i + 1600], i / 16000)
-    events += pipe.flush()
-    d = der(conv.reference(), [(e.start, e.end, e.voice_id) for e in events if e.voice_id])
-    return {
-        "der_real": round(d.der, 4),
-        "der_real_missed_s": round(d.missed_s, 2),
-        "der_real_false_alarm_s": round(d.false_alarm_s, 2),
-        "der_real_confusion_s": round(d.confusion_s, 2),
-        "der_real_speech_s": round(d.speech_s, 2),
-        "der_real_speakers": len({t.speaker for t in conv.turns}),
-        "der_real_turns": len(conv.turns),
-        "der_real_voices": len(pipe.clusters.identities),
-    }
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="m3_perception.bench", description=__doc__.split("\n")[0])
     ap.add_argument("--duration", type=float, default=60.0, help="episode length [s of stream time]")
     ap.add_argument("--fps", type=float, default=5.0, help="camera frames per second given to face processing")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument(
+        "--seeds",
+        default="",
+        metavar="N,N,...",
+        help="seeds of the real-speech conversations (default: --seed); DER pooled over them",
+    )
+    ap.add_argument(
+        "--variants",
+        default=",".join(VARIANTS),
+        metavar="NAME,...",
+        help=f"conversation variants to score (default all: {', '.join(VARIANTS)})",
+    )
+    ap.add_argument(
+        "--conversations-only",
+        action="store_true",
+        help="only the real-speech conversations (no synthetic episode, no ASR): their keys and `conversations`",
+    )
     ap.add_argument(
         "--set",
         action="append",
@@ -188,6 +178,13 @@ def main(argv: list[str] | None = None) -> int:
         help="perception_node parameter for this run (YAML value; repeatable), e.g. --set asr_subprocess=false",
     )
     args = ap.parse_args(argv)
+    try:
+        seeds = [int(s) for s in args.seeds.split(",") if s.strip()] or [args.seed]
+    except ValueError:
+        ap.error(f"--seeds wants comma-separated integers, got {args.seeds!r}")
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    if unknown := sorted(set(variants) - set(VARIANTS)):
+        ap.error(f"unknown --variants {unknown}; known: {', '.join(VARIANTS)}")
 
     import yaml
 
@@ -202,15 +199,24 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--set wants NAME=VALUE with a perception_node parameter name, got {item!r}")
         params[name] = yaml.safe_load(value)
 
-    print("synthesising the episode ...", file=sys.stderr)
-    frames, audio, utterances = build_episode(args.duration, args.fps, args.seed)
+    if args.conversations_only:
+        params["asr_backend"] = "none"  # text plays no part in DER
     t_load = time.perf_counter()
     faces, voices, _ = build_pipelines(params)  # the node's defaults: what `m3 run` processes with
     load_s = time.perf_counter() - t_load
-    print("real speech: ASR over the LibriVox clips, DER of a real five-speaker conversation ...", file=sys.stderr)
+    print(
+        f"real speech: ASR over the LibriVox clips, DER of conversations ({', '.join(variants)}; seeds {seeds}) ...",
+        file=sys.stderr,
+    )
     t_real = time.perf_counter()
-    real = {"asr_wer_real": real_asr_wer(voices.asr), **real_conversation_der(voices, params["vad_model"], args.seed)}
+    conversations = conversation_figures(voices, params["vad_model"], seeds, variants)
+    real = {"asr_wer_real": real_asr_wer(voices.asr), **real_speech_keys(conversations)}
     real["real_speech_wall_s"] = round(time.perf_counter() - t_real, 2)
+    if args.conversations_only:
+        print(json.dumps({**real, "seeds": seeds, "conversations": conversations}))
+        return 0
+    print("synthesising the episode ...", file=sys.stderr)
+    frames, audio, utterances = build_episode(args.duration, args.fps, args.seed)
     print(
         f"models loaded in {load_s:.1f} s; processing {len(frames)} frames, {len(audio) / 16000:.0f} s audio "
         "(faces and voices on the engine's two worker threads, as in the node)",
@@ -280,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         "asr_wer_all": corpus_wer(None),
         "asr_wer_by_voice": {v: corpus_wer(v) for v in sorted(set(voice_truth))},
         **real,
+        "conversations": conversations,  # per variant: der, der_no_collar, voice_ids_per_speaker, ... per seed
     }
     print(json.dumps(result))
     return 0

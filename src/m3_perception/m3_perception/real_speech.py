@@ -22,7 +22,9 @@ from typing import Any
 import numpy as np
 
 from m3_perception.audio_codec import resample
+from m3_perception.conversation_mix import overlap_share, place_backchannels, plan_overlaps, short_words, turn_starts
 from m3_perception.model_files import ModelFileMissing, package_dir
+from m3_perception.telephone import telephone_channel
 from m3_perception.vad import FRAME
 
 RATE = 16000
@@ -108,15 +110,22 @@ class Turn:
     start: float
     end: float
     source: str
+    backchannel: bool = False  # a listener's short word over or between the others' turns
 
 
 @dataclass
 class Conversation:
+    """A 16 kHz stream and its reference turns (sorted by start; they overlap where the stream does)."""
+
     samples: np.ndarray
     turns: list[Turn]
 
     def reference(self) -> list[tuple[float, float, str]]:
         return [(t.start, t.end, t.speaker) for t in self.turns]
+
+    def overlap_share(self) -> float:
+        """Overlapped time / speech time of the reference (conversation_mix.overlap_share)."""
+        return overlap_share(self.reference())
 
 
 def speech_units(samples: np.ndarray, vad: Any, threshold: float = 0.5) -> list[tuple[int, int]]:
@@ -171,6 +180,10 @@ def assemble_conversation(
     back_to_back_share: float = 0.75,
     min_turn_s: float = 1.0,
     max_pause_s: float = 0.25,
+    zero_gap: bool = False,
+    overlap_share: float = 0.0,
+    backchannels: int = 0,
+    telephone: bool = False,
 ) -> Conversation:
     """A conversation of real speakers with known turns, deterministic for a seed.
 
@@ -180,19 +193,33 @@ def assemble_conversation(
     himself. Gaps are 0–0.3 s (back to back, `back_to_back_share`) or 0.8–1.5 s. Every turn is
     scaled to one loudness (RMS 0.05) and a faint noise floor (RMS 5e-4)
     runs under the whole stream, so neither level nor digital silence tells the speakers apart.
+
+    What real conversation adds (all off by default; the turns stay those of the default for a seed):
+    - `zero_gap`: every turn starts on the sample where the last one ended;
+    - `overlap_share`: overlapped time / speech time (e.g. 0.1): some turn changes overlap by
+      0.25–1 s, audio mixed, both speakers in the reference there (conversation_mix.plan_overlaps);
+    - `backchannels`: that many short real words of another speaker (0.3–0.8 s: whole VAD units of
+      the sources, such as the cards speaker's single words, or a longer unit's head or tail cut
+      at its quietest 10 ms; conversation_mix.short_words), inside a turn (mixed) or in a gap;
+      reference speech of their speaker, Turn.backchannel;
+    - `telephone`: the finished stream through telephone.telephone_channel (300–3400 Hz, 8 kHz
+      µ-law, back to 16 kHz); the reference is unchanged.
     """
     rng = np.random.default_rng(seed)
     pool: dict[str, list[tuple[np.ndarray, str, list[tuple[int, int]]]]] = {}
+    words: dict[str, list[tuple[np.ndarray, str]]] = {}
     for speaker, recordings in sources.items():
         for rec in recordings:
-            samples, units = compact(rec.samples, speech_units(rec.samples, vad), max_pause_s)
+            units = speech_units(rec.samples, vad)
+            words.setdefault(speaker, []).extend(
+                (rec.samples[a:b], rec.name) for a, b in short_words(rec.samples, units)
+            )
+            samples, units = compact(rec.samples, units, max_pause_s)
             for ph in phrases(units, max_pause_s + 0.05):
                 pool.setdefault(speaker, []).append((samples, rec.name, ph))
     span = lambda units: (units[-1][1] - units[0][0]) / RATE  # noqa: E731
 
-    parts: list[np.ndarray] = [np.zeros(int(0.5 * RATE), np.float32)]
-    pos = len(parts[0])
-    turns: list[Turn] = []
+    clips: list[tuple[str, str, np.ndarray, int]] = []  # (speaker, source, samples, gap after it)
     previous = None
     for _ in range(n_turns):
         speakers = [s for s in sorted(pool) if s != previous and any(span(p[2]) >= min_turn_s for p in pool[s])]
@@ -208,30 +235,64 @@ def assemble_conversation(
         if j < len(units) and span(units[j:]) >= min_turn_s:
             pool[speaker].append((samples, name, units[j:]))  # the rest of the phrase, for a later turn
         a, b = units[0][0], units[j - 1][1]
-        x = samples[a:b].astype(np.float32)
-        x = x * (0.05 / max(float(np.sqrt(np.mean(x**2))), 1e-6))
-        turns.append(Turn(speaker, pos / RATE, (pos + len(x)) / RATE, name))
+        x = _level(samples[a:b])
         gap = rng.uniform(0.0, 0.3) if rng.random() < back_to_back_share else rng.uniform(0.8, 1.5)
-        parts += [x, np.zeros(int(gap * RATE), np.float32)]
-        pos += len(x) + len(parts[-1])
+        clips.append((speaker, name, x, 0 if zero_gap else int(gap * RATE)))
         previous = speaker
-    parts.append(np.zeros(RATE, np.float32))
-    stream = np.concatenate(parts)
+
+    mix_rng = np.random.default_rng([seed, 2])  # overlap and backchannels: the turns above stay the default's
+    lengths = [len(c[2]) for c in clips]
+    overlaps = plan_overlaps(lengths, overlap_share, mix_rng)
+    starts = turn_starts(lengths, [c[3] for c in clips], int(0.5 * RATE), overlaps)
+    placed = [(s, c[2]) for s, c in zip(starts, clips, strict=True)]
+    turns = [Turn(c[0], s / RATE, (s + len(c[2])) / RATE, c[1]) for s, c in zip(starts, clips, strict=True)]
+    if backchannels:
+        spans = [(c[0], s, s + len(c[2])) for s, c in zip(starts, clips, strict=True)]
+        present = {c[0] for c in clips}
+        lengths_of = {s: [len(w) for w, _ in words[s]] for s in sorted(present) if words.get(s)}
+        for bc in place_backchannels(spans, lengths_of, backchannels, mix_rng):
+            w, name = words[bc.speaker][bc.word]
+            placed.append((bc.start, _level(w)))
+            turns.append(Turn(bc.speaker, bc.start / RATE, (bc.start + len(w)) / RATE, name, backchannel=True))
+    end = (starts[-1] + lengths[-1] + clips[-1][3]) if clips else int(0.5 * RATE)
+    stream = np.zeros(end + RATE, np.float32)
+    for s, x in placed:
+        stream[s : s + len(x)] += x
     stream += np.random.default_rng(seed + 1).normal(0.0, 5e-4, len(stream)).astype(np.float32)
-    return Conversation(np.clip(stream, -1.0, 1.0), turns)
+    stream = np.clip(stream, -1.0, 1.0)
+    return Conversation(telephone_channel(stream) if telephone else stream, sorted(turns, key=lambda t: t.start))
 
 
-CONVERSATION_SPEAKERS = ("librivox", "two_cities", "beckett", "clone-test", "cards")
+def _level(x: np.ndarray) -> np.ndarray:
+    """One loudness for every turn and word (RMS 0.05), so level never tells the speakers apart."""
+    x = x.astype(np.float32)
+    return x * (0.05 / max(float(np.sqrt(np.mean(x**2))), 1e-6))
+
+
+CONVERSATION_SPEAKERS = ("librivox", "two_cities", "pocketsphinx", "clone-test", "cards")
+POCKETSPHINX_RAW = ("goforward", "numbers", "something")
 
 
 def conversation_sources() -> dict[str, list[Recording]]:
-    """Five different real speakers for `assemble_conversation` (README, real speech: the LibriVox
-    reader, two_cities, beckett, clone-test (the only female voice, F0 ~200 Hz) and the cards
-    speaker). endgame_nagg_nell holds two voices with no turn labels, so it is left out."""
+    """Five different real speakers for `assemble_conversation` (README, real speech): the LibriVox
+    reader, two_cities, the reader of pocketsphinx-testdata's three raw recordings, clone-test (the only
+    female voice, F0 ~200 Hz) and the cards speaker.
+
+    moonshine's beckett was the fifth speaker until CAM++ showed it is very likely two_cities' reader
+    (whole-recording cosine 0.67-0.75, every other pair of these recordings <= 0.34, and resemblyzer
+    too ranked that pair closest): a reference that counts one person as two scores a right answer as
+    an error. The raw recordings' reader replaced it (0.61-0.71 among the three, <= 0.30 to every other
+    speaker here). endgame_nagg_nell holds two voices with no turn labels, so it is left out."""
     return {
         "librivox": librivox_clips(),
         "two_cities": [moonshine_asset("two_cities")],
-        "beckett": [moonshine_asset("beckett")],
+        "pocketsphinx": [raw_clip(name) for name in POCKETSPHINX_RAW],
         "clone-test": [moonshine_asset("clone-test")],
         "cards": cards_clips(),
     }
+
+
+def dialogue_sources() -> dict[str, list[Recording]]:
+    """Two readers for a two-person `assemble_conversation`, like a phone call (they alternate: no
+    speaker follows himself): the two with the most speech, librivox (24.7 s) and two_cities (44 s)."""
+    return {"librivox": librivox_clips(), "two_cities": [moonshine_asset("two_cities")]}

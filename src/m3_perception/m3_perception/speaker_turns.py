@@ -26,13 +26,15 @@ RATE = 16000
 
 @dataclass
 class TurnParams:
-    """Defaults chosen from same/different-speaker window cosines on real recordings (README)."""
+    """Defaults chosen from same/different-speaker window cosines on real recordings (README): those
+    of the default speaker back-end, CAM++ (resemblyzer's: change 0.65, merge 0.75;
+    m3_perception.assembly.TURN_CHANGE_COSINE / TURN_MERGE_COSINE)."""
 
     enabled: bool = True
     window_s: float = 1.0  # embedded window on each side of a candidate boundary [s]
     hop_s: float = 0.1  # candidate boundaries every hop [s]
-    change_cosine: float = 0.65  # adjacent windows below this cosine: a change of voice
-    merge_cosine: float = 0.75  # adjacent pieces at or above this cosine: one voice after all
+    change_cosine: float = 0.30  # adjacent windows below this cosine: a change of voice
+    merge_cosine: float = 0.45  # adjacent pieces at or above this cosine: one voice after all
     min_turn_s: float = 1.0  # shortest turn split off; shorter segments found no new voice [s]
 
 

@@ -27,6 +27,9 @@ def checked_utterance(samples: np.ndarray) -> np.ndarray:
 class VoiceEncoder:
     """Embed one utterance (mono float32 16 kHz) into a unit float32 256-d vector."""
 
+    embedding_model = EMBEDDING_MODEL
+    dim = 256
+
     def __init__(self, weights: str | Path = "", device: str = "cpu", torch_threads: int = 1) -> None:
         import torch
         from resemblyzer import VoiceEncoder as _Resemblyzer

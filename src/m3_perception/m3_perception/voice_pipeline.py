@@ -6,11 +6,13 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import numpy as np
 
 from m3_perception.asr import Transcriber, Transcript
 from m3_perception.identity_clusters import IdentityClusters, cosine_to_l2
+from m3_perception.speaker_activity import ActivityModel, ActivityParams, speaker_activity
 from m3_perception.speaker_turns import TurnParams, split_turns
 from m3_perception.utterances import RATE, SegmenterParams, Utterance, UtteranceSegmenter
 from m3_perception.vad import FRAME, SileroVad
@@ -19,10 +21,19 @@ from m3_perception.voice_encoder import EMBEDDING_MODEL, MIN_SAMPLES, VoiceEncod
 
 @dataclass
 class VoiceParams:
-    match_cosine: float = 0.75  # same synthetic/real voice 0.78–0.94, different voices 0.43–0.67
+    match_cosine: float = 0.45  # CAM++ (the default encoder; README, Thresholds); resemblyzer: 0.75
     max_exemplars: int = 20
     segmenter: SegmenterParams = field(default_factory=SegmenterParams)
     turns: TurnParams = field(default_factory=TurnParams)  # speaker changes inside a voiced segment
+    # How a voiced segment is cut into turns (when turns.enabled): "segmentation" (pyannote
+    # segmentation-3.0 frame activity: turns and overlap), "embedding" (split_turns' window cosines)
+    # or "both" (segmentation, then split_turns inside each of its turns).
+    turn_mode: str = "both"
+    activity: ActivityParams = field(default_factory=ActivityParams)
+    segmentation_min_s: float = 1.0  # voiced segments shorter than this are one turn, unsegmented [s]
+
+
+TURN_MODES = ("segmentation", "embedding", "both")
 
 
 @dataclass
@@ -36,6 +47,7 @@ class VoiceEvent:
     transcript: Transcript
     embedding: np.ndarray
     new_identity: bool = False
+    overlap: bool = False  # two or more people at once: published with voice_id "", given to no voice
 
 
 class StreamClock:
@@ -77,9 +89,21 @@ class VoicePipeline:
     """Stateful per-episode voice identification and transcription."""
 
     def __init__(
-        self, vad: SileroVad, encoder: VoiceEncoder, asr: Transcriber | None, params: VoiceParams | None = None
+        self,
+        vad: SileroVad,
+        encoder: VoiceEncoder,
+        asr: Transcriber | None,
+        params: VoiceParams | None = None,
+        activity_model: ActivityModel | None = None,
     ) -> None:
         self.p = params or VoiceParams()
+        if self.p.turn_mode not in TURN_MODES:
+            raise ValueError(f"turn_mode {self.p.turn_mode!r}: expected one of {', '.join(TURN_MODES)}")
+        self.activity_model = activity_model
+        if activity_model is None and self.p.turns.enabled and self.p.turn_mode != "embedding":
+            from m3_perception.segmentation import Segmentation  # torch model, loaded only when used
+
+            self.activity_model = Segmentation()
         self.vad = vad
         self.encoder = encoder
         self.asr = asr
@@ -96,12 +120,13 @@ class VoicePipeline:
             "voice", cosine_to_l2(self.p.match_cosine), self.p.max_exemplars, 0, centroid=True
         )
         self.clock = StreamClock()
-        self.embedding_model = EMBEDDING_MODEL
+        self.embedding_model = getattr(encoder, "embedding_model", EMBEDDING_MODEL)
         self._next_segment = 1
         # Called when speech recognition fails; the utterance is still published, with no transcript.
         self.on_asr_error: Callable[[Exception], None] | None = None
-        # totals, for the bench; "turns": the windowed embeddings looking for speaker changes
-        self.timings_ms: dict[str, float] = {"vad": 0.0, "turns": 0.0, "speaker": 0.0, "asr": 0.0}
+        # totals, for the bench; "turns": the windowed embeddings looking for speaker changes,
+        # "segmentation": the segmentation model and its post-processing
+        self.timings_ms: dict[str, float] = {"vad": 0.0, "segmentation": 0.0, "turns": 0.0, "speaker": 0.0, "asr": 0.0}
 
     def _frame_prob(self, frame: np.ndarray) -> float:
         p = self.vad.frame_prob(frame)
@@ -148,26 +173,60 @@ class VoicePipeline:
             close()
 
     def _finish(self, u: Utterance) -> list[VoiceEvent]:
-        """One event per speaker turn of the utterance (its voiced part cut at the changes of voice)."""
-        t0 = time.perf_counter()
-        pieces = split_turns(u.samples, self.encoder, self.p.turns, (u.start - u.first, u.end - u.first))
-        self.timings_ms["turns"] += (time.perf_counter() - t0) * 1000
+        """One event per speaker turn of the utterance (its voiced part cut at the changes of voice)
+        and one per overlapped stretch (voice_id "")."""
+        pieces = self._pieces(u)
         events = []
-        for k, (a, b) in enumerate(pieces):
+        for k, (a, b, overlap) in enumerate(pieces):
             # Stream indices of the turn's voiced part: the utterance's own ends, else the cut.
             start = u.start if k == 0 else u.first + a
             end = u.end if k == len(pieces) - 1 else u.first + b
             if len(pieces) > 1:
                 start, end = self._voiced_span(start, end)
-            events.append(self._turn(u.samples[start - u.first : end - u.first], start, end))
+            events.append(self._turn(u.samples[start - u.first : end - u.first], start, end, overlap))
         return events
 
-    def _turn(self, x: np.ndarray, start_i: int, end_i: int) -> VoiceEvent:
+    def _pieces(self, u: Utterance) -> list[tuple[int, int, bool]]:
+        """[a, b) ranges of `u.samples` covering it, in order, with whether each is overlap."""
+        n, voiced = len(u.samples), (u.start - u.first, u.end - u.first)
+        whole = [(0, n, False)]
+        if not self.p.turns.enabled:
+            return whole
+        if self.p.turn_mode == "embedding":
+            return self._split(u.samples, 0, voiced)
+        if voiced[1] - voiced[0] < self.p.segmentation_min_s * RATE:
+            return whole
+        t0 = time.perf_counter()
+        assert self.activity_model is not None  # loaded in __init__ for these modes
+        found = speaker_activity(u.samples, self.activity_model, self.p.activity).pieces
+        self.timings_ms["segmentation"] += (time.perf_counter() - t0) * 1000
+        if not found:
+            return whole
+        # Cut between consecutive pieces in the middle of the pause between them (if any): the
+        # voiced trimming of _finish then drops the pause.
+        cuts = [0] + [(p.end + q.start) // 2 for p, q in pairwise(found)] + [n]
+        pieces = [(cuts[i], cuts[i + 1], p.overlap) for i, p in enumerate(found)]
+        if self.p.turn_mode == "both":
+            split = [[(a, b, ov)] if ov else self._split(u.samples[a:b], a, voiced) for a, b, ov in pieces]
+            pieces = [q for qs in split for q in qs]
+        return pieces
+
+    def _split(self, x: np.ndarray, offset: int, voiced: tuple[int, int]) -> list[tuple[int, int, bool]]:
+        """split_turns (speaker-embedding windows) on x = samples[offset:], as pieces of the utterance;
+        `voiced`: where the speech lies in the utterance."""
+        t0 = time.perf_counter()
+        lo, hi = max(0, voiced[0] - offset), min(len(x), voiced[1] - offset)
+        cut = split_turns(x, self.encoder, self.p.turns, (lo, max(lo, hi)))
+        self.timings_ms["turns"] += (time.perf_counter() - t0) * 1000
+        return [(offset + a, offset + b, False) for a, b in cut]
+
+    def _turn(self, x: np.ndarray, start_i: int, end_i: int, overlap: bool = False) -> VoiceEvent:
         t0 = time.perf_counter()
         emb = self.encoder.encode(x if len(x) >= MIN_SAMPLES else np.pad(x, (0, MIN_SAMPLES - len(x))))
         self.timings_ms["speaker"] += (time.perf_counter() - t0) * 1000
         start, end = self.clock.time_of(start_i), self.clock.time_of(end_i)
-        voice_id, created = self._identify(emb, start, (end_i - start_i) / RATE)
+        # Overlapped speech holds two voices: its embedding would pull any voice towards the other.
+        voice_id, created = ("", False) if overlap else self._identify(emb, start, (end_i - start_i) / RATE)
         if voice_id:
             ident = self.clusters.identities[voice_id]
             ident.last_seen = max(ident.last_seen, end)
@@ -181,7 +240,7 @@ class VoicePipeline:
                     raise
                 self.on_asr_error(e)
         self.timings_ms["asr"] += (time.perf_counter() - t2) * 1000
-        ev = VoiceEvent(self._next_segment, voice_id, start, end, text, emb, created)
+        ev = VoiceEvent(self._next_segment, voice_id, start, end, text, emb, created, overlap)
         self._next_segment += 1
         return ev
 

@@ -166,7 +166,7 @@ def test_assembly_builds_the_eres2netv2_pipeline(tmp_path: Path, speech: np.ndar
     from m3_perception.perception_node import PARAMETERS
 
     p = {k: v[0] for k, v in PARAMETERS.items()}
-    assert p["speaker_backend"] == "resemblyzer"
+    assert p["speaker_backend"] == "campplus"
     p.update(speaker_backend="eres2netv2", speaker_model=str(_onnx_model(tmp_path / "eres2netv2.onnx")))
     lines: list[str] = []
 
@@ -180,7 +180,7 @@ def test_assembly_builds_the_eres2netv2_pipeline(tmp_path: Path, speech: np.ndar
     _, voices, _ = build_pipelines({**p, "asr_backend": "none"}, Log())
     assert isinstance(voices.encoder, Eres2NetEncoder) and voices.embedding_model == "eres2netv2"
     assert any("ERes2NetV2 192-d" in m and "onnxruntime CPU" in m for m in lines)
-    assert any(m.startswith("WARNING voice_match_cosine 0.75") and "0.6 is suggested" in m for m in lines)
+    assert any(m.startswith("WARNING voice_match_cosine 0.45") and "0.6 is suggested" in m for m in lines)
     silence = np.zeros(RATE // 2, np.float32)
     events = voices.feed(np.concatenate([silence, speech, silence, silence]), 0.0) + voices.flush()
     assert [e.voice_id for e in events] == ["voice_1"] and events[0].embedding.shape == (192,)

