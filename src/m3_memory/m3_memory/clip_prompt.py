@@ -4,7 +4,9 @@ Small models need the evidence compact and explicit: which labels are one person
 who else is visible while each utterance is said (an introduction names someone other than the
 speaker: a person seen with them, or the next one who talks), and the utterances numbered in
 order. The reply schema lets a name point only at one of those lines, with whose name it is there
-(the speaker's, the listener's, someone introduced): name_mentions finds the label.
+(the speaker's, the listener's, someone introduced): name_mentions finds the label. A line
+without a voice id is shown as said by "someone (voice unclear)": its words count, its speaker is
+nobody's label.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ import io
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from m3_memory.name_mentions import ROLES, Turns
+from m3_memory.name_mentions import UNCERTAIN, Turns
 from m3_memory.records import KIND_FACE, ClipEvidence
 from m3_memory.tags import kind_of
 
+MODEL_ROLES = ("self", "addressed", "introduced")  # the model marks no absent names: the cue words do
 NS = 1_000_000_000
 NEAR_NS = NS  # a face seen this close to an utterance counts as present while it is said
 
@@ -73,7 +76,7 @@ def person_groups(
         if ra != rb:
             root[max(ra, rb)] = min(ra, rb)
 
-    present = sorted({ids[f.face_id] for f in clip.faces} | {ids[v.voice_id] for v in clip.voices})
+    present = sorted({ids[f.face_id] for f in clip.faces} | {ids[v.voice_id] for v in clip.voices if v.voice_id in ids})
     for match in clip.matches:
         if match.id1 in ids and match.id2 in ids and match.confidence >= min_confidence:
             if match.evidence_count >= min_evidence and {ids[match.id1], ids[match.id2]} <= set(present):
@@ -104,7 +107,7 @@ def describe(
         span[1] = max(span[1], face.stamp_ns)
     voices = [v for v in sorted(clip.voices, key=lambda v: (v.start_ns, v.segment_id)) if v.transcript.strip()]
     group = person_groups(clip, ids, person_of, min_confidence, min_evidence)
-    order = list(dict.fromkeys([*spans, *(ids[v.voice_id] for v in clip.voices)]))
+    order = list(dict.fromkeys([*spans, *(ids[v.voice_id] for v in clip.voices if v.voice_id in ids)]))
     members: dict[str, list[str]] = {}
     for entity_id in order:
         members.setdefault(group[entity_id], []).append(entity_id)
@@ -121,19 +124,22 @@ def describe(
         lines.append(f"Seen: {seen}")
     if voices:
         lines.append("Speech:")
-    turns = Turns(group=dict(group))
+    turns = Turns(group=dict(group), present=list(order))
     for number, voice in enumerate(voices, 1):
-        speaker = ids[voice.voice_id]
+        speaker = ids.get(voice.voice_id, UNCERTAIN)  # no voice id: perception could not tell who
         others = [
             e
             for e, (a, b) in spans.items()
-            if group[e] != group[speaker] and a <= voice.end_ns + NEAR_NS and b >= voice.start_ns - NEAR_NS
+            if group[e] != group.get(speaker) and a <= voice.end_ns + NEAR_NS and b >= voice.start_ns - NEAR_NS
         ]
         with_whom = ", seen with " + ", ".join(f"<{e}>" for e in others) if others else ""
-        lines.append(f'{number}. <{speaker}>{with_whom}: "{voice.transcript.strip()}"')
+        who = f"<{speaker}>" if speaker else "someone (voice unclear)"
+        lines.append(f'{number}. {who}{with_whom}: "{voice.transcript.strip()}"')
         turns.speakers.append(speaker)
         turns.seen_with.append(others)
         turns.texts.append(voice.transcript.strip())
+        turns.starts.append(voice.start_ns)
+        turns.ends.append(voice.end_ns)
     if not voices:
         lines.append("Speech: none")
     return ClipView("\n".join(lines), [f"<{e}>" for e in order], turns=turns, known=names)
@@ -191,7 +197,7 @@ def reply_schema(lines: int, max_names: int = 4, max_semantic: int = 5, max_epis
                     "properties": {
                         "line": {"type": "integer", "enum": list(range(1, lines + 1)) or [1]},
                         "name": {"type": "string", "minLength": 2, "maxLength": 30},
-                        "whose": {"type": "string", "enum": list(ROLES)},
+                        "whose": {"type": "string", "enum": list(MODEL_ROLES)},
                     },
                     "required": ["line", "name", "whose"],
                     "additionalProperties": False,

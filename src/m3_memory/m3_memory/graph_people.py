@@ -79,7 +79,8 @@ class PeopleMixin:
         for face in clip.faces:
             observations.setdefault(mapped[face.face_id], []).append(("face", face))
         for voice in clip.voices:
-            observations.setdefault(mapped[voice.voice_id], []).append(("voice", voice))
+            if voice.voice_id:  # a line whose speaker is uncertain observes no voice
+                observations.setdefault(mapped[voice.voice_id], []).append(("voice", voice))
         for entity_id, items in observations.items():
             record = self.entities[entity_id]
             stamps = [item.stamp_ns if kind == "face" else item.start_ns for kind, item in items]

@@ -117,6 +117,8 @@ class Memory:
                 if (vector := usable_embedding(face.embedding)) is not None:
                     embeddings.setdefault(face.face_id, []).append(vector)
             for voice in clip.voices:
+                if not voice.voice_id:  # speaker uncertain: the line is stored, it makes no voice
+                    continue
                 first[voice.voice_id] = min(first.get(voice.voice_id, voice.start_ns), voice.start_ns)
                 if (vector := usable_embedding(voice.embedding)) is not None:
                     embeddings.setdefault(voice.voice_id, []).append(vector)

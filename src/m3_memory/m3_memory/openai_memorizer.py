@@ -7,11 +7,14 @@ evidence into names, semantic facts and episodic events.
 - The reply is constrained by `response_format` (a JSON schema whose labels are this clip's), so a
   constrained decoder always returns the expected shape; it is parsed leniently anyway (servers
   without constraints, code fences, prose around the object).
-- Names come from the model as (line, name, whose) items: name_mentions finds the label from the
-  turns. One is kept only if the name was said on that line (a small model copies names from its
-  prompt's examples), and is one vote for the person's name. Names of the clip's people in the
-  model's facts are written as their labels, so a fact follows its person when a misheard name is
-  outvoted later.
+- Names come from the model as (line, name, whose) items and from name_roles' cue words (what the
+  rules memorizer uses), merged: the cue words' role wins where both read a name, so this path
+  places every name the rules place. name_mentions finds the label from the turns. A model's name
+  is kept only if it was said on that line (a small model copies names from its prompt's
+  examples); each is one vote for the person's name. Names of the clip's people in the model's
+  facts are written as their labels, so a fact follows its person when a misheard name is
+  outvoted later; what an introduction says about its person is added from the cue words, and a
+  model fact that says the same of someone else is dropped.
 - With `verbatim` (default) who was seen, every utterance and perception's equivalences are stored
   as they are (as the rules memorizer does) and the model writes only what needs understanding:
   a short reply is what makes a small model on 2 cores keep up with the stream.
@@ -33,14 +36,15 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from m3_memory.clip_prompt import ClipView, add_images, describe, reply_schema
+from m3_memory.clip_prompt import MODEL_ROLES, ClipView, add_images, describe, reply_schema
 from m3_memory.graph import MemorizerOutput
 from m3_memory.grounding import WORD_RE, copied, grounded
 from m3_memory.json_reply import first_json_object, response_format
-from m3_memory.name_mentions import ROLES, labelled_text, resolve_mentions
+from m3_memory.name_mentions import cue_facts, cue_mentions, labelled_text, merge_mentions, resolve_mentions
+from m3_memory.name_roles import clean_name
 from m3_memory.records import KIND_EPISODIC, KIND_SEMANTIC, ClipEvidence, MemoryDraft
 from m3_memory.rules_memorizer import RulesMemorizer
-from m3_memory.tags import tags_in
+from m3_memory.tags import TAG_RE, tags_in
 
 DEFAULT_PROMPT = Path(__file__).with_name("prompts") / "memorize.txt"
 _EQUIVALENCE = re.compile(r"^\s*equivalence:\s*<((?:face|voice)_\d+)>\s*,\s*<((?:face|voice)_\d+)>", re.IGNORECASE)
@@ -89,7 +93,7 @@ def parse_reply(reply: str) -> ModelReply | None:
         return None
     mentions = []
     for item in names_value:
-        if isinstance(item, dict) and isinstance(item.get("name"), str) and item.get("whose") in ROLES:
+        if isinstance(item, dict) and isinstance(item.get("name"), str) and item.get("whose") in MODEL_ROLES:
             line = item.get("line")
             if isinstance(line, int) and not isinstance(line, bool):
                 mentions.append((line, item["name"].strip(), item["whose"]))
@@ -111,6 +115,8 @@ def said_name(name: str, transcripts: list[str]) -> str | None:
     """The name as it should be stored, if every word of it was said (as a name) in the clip; else None."""
     words = name.split()
     if not 1 <= len(words) <= 3 or any(not WORD_RE.fullmatch(w) for w in words):
+        return None
+    if clean_name(words[0], cased=False) is None:  # "Mum", "Sorry": words the cue words never take for names
         return None
     if not all(any(_said(w, t) for t in transcripts) for w in words):
         return None
@@ -273,7 +279,11 @@ class OpenAIMemorizer:
         texts whose tags are the clip's labels and, for a clip only heard, whose words were said, with
         its people's names written as labels; the rest is dropped (and logged)."""
         labels = {label.strip("<>") for label in view.labels}
-        names = self._names(reply, view, labels, clip.clip_index)
+        cues = cue_mentions(view.turns)
+        placed = self._names(reply, view, cues, clip.clip_index)
+        names = list(dict.fromkeys((label, name) for _, name, label in placed if label in labels))
+        names += [(label, name) for label, raw in reply.names if (name := said_name(raw, view.transcripts))]
+        names = [pair for pair in dict.fromkeys(names) if pair[0] in labels]
         out.names.extend(names)
         texts = {d.text for d in out.drafts}
         written = [(KIND_SEMANTIC, t) for t in reply.semantic] + [(KIND_EPISODIC, t) for t in reply.episodic]
@@ -286,7 +296,10 @@ class OpenAIMemorizer:
             written = [(kind, t) for kind, t in written if not copied(t, view.transcripts)]
         relabel = _labels_by_name([*names, *view.known.items()], view.turns.group)
         lines = [(kind, labelled_text(t, relabel)) for kind, t in written]
+        facts = [fact for _, fact in cue_facts(view.turns, cues, placed)]
+        lines = [(kind, t) for kind, t in lines if not _said_of_another(t, facts)]
         lines += [(KIND_SEMANTIC, f"<{label}> is called {name}.") for label, name in names]
+        lines += [(KIND_SEMANTIC, fact) for fact in facts]
         for kind, text in lines:
             if text in texts or not set(tags_in(text)) <= labels:
                 continue
@@ -298,26 +311,36 @@ class OpenAIMemorizer:
             out.drafts.append(MemoryDraft(kind, text, clip.start_ns, clip.end_ns))
 
     @staticmethod
-    def _names(reply: ModelReply, view: ClipView, labels: set[str], clip_index: int) -> list[tuple[str, str]]:
-        """(label id, name) pairs, each once: a name placed on a line where it was said (the turns
-        tell whose it is), or a reference-style "<voice_2> is called Ana." with a name said in the clip."""
+    def _names(
+        reply: ModelReply, view: ClipView, cues: list[tuple[int, str, str, str]], clip_index: int
+    ) -> list[tuple[int, str, str]]:
+        """(line, name, label id) for each name the cue words or the model read on a line where it
+        was said, merged (the cue words' role wins) and placed by the turns."""
         texts = view.turns.texts
         said = [
             (line, name, whose)
             for line, raw, whose in reply.mentions
             if 1 <= line <= len(texts) and (name := said_name(raw, [texts[line - 1]])) is not None
         ]
-        pairs = [(label, name) for _, name, label in resolve_mentions(view.turns, said)]
-        pairs += [(label, name) for label, raw in reply.names if (name := said_name(raw, view.transcripts))]
-        kept = list(dict.fromkeys(pair for pair in pairs if pair[0] in labels))
-        if len(kept) < len(reply.mentions) + len(reply.names):
+        merged = merge_mentions([(line, name, role) for line, name, role, _ in cues], said)
+        placed = resolve_mentions(view.turns, merged)
+        if len(said) < len(reply.mentions) or len(placed) < len(merged):
             log.info(
-                "clip %d: names kept %s of %s (not said on that line, or nobody to give them to)",
+                "clip %d: names placed %s of the model's %s and the cue words' %s (not said on that line, "
+                "someone absent, or nobody to give them to)",
                 clip_index,
-                kept,
-                reply.mentions + reply.names,
+                placed,
+                reply.mentions,
+                [cue[:3] for cue in cues],
             )
-        return kept
+        return placed
+
+
+def _said_of_another(text: str, facts: list[str]) -> bool:
+    """The text says what a cue-word fact says, about another label ("<voice_1> is the new nurse."
+    where the nurse introduced herself on <voice_2>'s line)."""
+    bare = " ".join(TAG_RE.sub(" ", text).lower().split()).strip(" .")
+    return any(text != fact and bare == " ".join(TAG_RE.sub(" ", fact).lower().split()).strip(" .") for fact in facts)
 
 
 def _labels_by_name(named: list[tuple[str, str]], group: dict[str, str]) -> dict[str, str]:

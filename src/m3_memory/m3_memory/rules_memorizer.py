@@ -1,16 +1,21 @@
 """The `rules` memorizer: deterministic episodic and semantic memories from perception evidence alone.
 
 Episodic: who was seen ("<face_1> is seen.") and who said what ("<voice_2> says: \"...\"").
-Semantic: face↔voice equivalences from EntityMatch evidence, names from self-introductions and
-addressing, and facts people state about themselves (a restated fact reinforces the stored one).
+Semantic: face↔voice equivalences from EntityMatch evidence, names read by name_roles' cue words
+(self, introduced, addressed; a `mentioned` name names nobody) and placed by the turns
+(name_mentions, the same placement the model memorizer uses), what an introduction says about its
+person, and facts people state about themselves (a restated fact reinforces the stored one).
+A line without a voice id (speaker uncertain) is stored as said and gives no name and no fact.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
 
+from m3_memory.clip_prompt import describe
 from m3_memory.graph import MemorizerOutput
+from m3_memory.name_mentions import cue_facts, cue_mentions, resolve_mentions
+from m3_memory.name_roles import find_mentions
 from m3_memory.records import (
     KIND_EPISODIC,
     KIND_FACE,
@@ -21,78 +26,25 @@ from m3_memory.records import (
 )
 from m3_memory.tags import kind_of
 
-# Words that follow "I'm" / "this is" / "thanks," without being a name (transcripts are often lower case).
-NOT_NAMES = frozenset(
-    """a an the and but or so to of in on at for with from by as is are was were be been am it its it's this that
-    there here these those my your his her our their me you him them us we they i he she what who where when why how
-    not no yes yeah ok okay fine good great well sorry sure glad happy sad tired busy ready done back home hungry
-    thirsty late early right wrong new old very really just also too again all everyone everybody guys folks friend
-    friends buddy man sir madam maam dear honey much lot so going coming looking trying doing being having getting
-    sorry afraid excited bored cold hot sick alright over out up down off interesting nice cool amazing awesome
-    hello hi hey thanks thank bye goodbye morning evening afternoon night tonight today tomorrow now then still only
-    about like love one two three four five something nothing anything everything someone somebody anyone
-    look listen wait come see guess remember honestly anyway please excuse pardon maybe actually um uh oh ah wow
-    hmm married single divorced retired pregnant allergic vegetarian vegan afraid do does did can could would will
-    shall should may might must has have had let tell give show help make take bring get put""".split()
-)
 PRESENT_VERBS = frozenset(
     """like love hate prefer enjoy want need have live work drink eat own play keep go do read watch use drive take
     wear cook study teach know remember usually""".split()
 )
 ADVERBS = frozenset("usually always often never really also sometimes normally still".split())
 FACT_OBJECT_STARTS = frozenset("a an from allergic married vegetarian vegan".split())
-
-_NAME = r"([A-Za-z][A-Za-z'-]{1,30})"
-# A name ends at punctuation, the end, or (lower-case transcripts have no punctuation) a word that
-# starts the next clause: "hi alice i'm bob i just moved in".
-_CLAUSE_START = r"i|i'm|im|we|we're|and|but|so|nice|how|what|where|your|you|it's|this|here|from|just|please"
-_END = r"(?=\s*(?:[.,!?;]|$|\b(?:" + _CLAUSE_START + r")\b))"
-SELF_INTRO = [
-    re.compile(r"\bmy name(?:'s| is) " + _NAME, re.IGNORECASE),
-    re.compile(r"\bcall me " + _NAME, re.IGNORECASE),
-    re.compile(r"\b(?:i'm|i am) " + _NAME + _END, re.IGNORECASE),
-]
-ADDRESSING = [
-    re.compile(r"\b(?:this is|meet|that's|that is) " + _NAME + _END, re.IGNORECASE),
-    re.compile(
-        r"\b(?:thanks|thank you|hi|hello|hey|bye|goodbye|good morning|good night),? " + _NAME + _END, re.IGNORECASE
-    ),
-]
-
-
-# A name said first, then a request or question to that person: "carol, can you ...", "carol your birthday ...".
-VOCATIVE = re.compile(
-    r"^(?:(?:hey|hi|hello|oh|so|okay|ok|well),?\s+)?" + _NAME + r"(?:\s*,\s*|\s+(?=(?:you|your|can you|could you|"
-    r"would you|will you|do you|did you|are you|have you|this is)\b))",
-    re.IGNORECASE,
-)
-TURN_GAP_NS = 10_000_000_000  # an answer starting this long after the question still answers it
-
-
-def _clean_name(word: str) -> str | None:
-    word = word.strip("'-")
-    if len(word) < 2 or word.lower() in NOT_NAMES or word.lower().endswith("ing"):
-        return None
-    return word[0].upper() + word[1:].lower() if word.islower() or word.isupper() else word
+UNCLEAR = "Someone (voice unclear)"  # the speaker of a line without a voice id
 
 
 def names_in(transcript: str) -> tuple[list[str], list[str]]:
     """(names the speaker gives themself, names the speaker addresses or introduces)."""
-    own = [n for p in SELF_INTRO for m in p.finditer(transcript) if (n := _clean_name(m.group(1)))]
-    others = [n for p in ADDRESSING for m in p.finditer(transcript) if (n := _clean_name(m.group(1)))]
-    others = [n for n in others if n not in own]
-    return own, others
+    mentions = find_mentions(transcript)
+    own = [m.name for m in mentions if m.role == "self"]
+    return own, [m.name for m in mentions if m.role in ("addressed", "introduced")]
 
 
 def vocatives_in(transcript: str) -> list[str]:
-    """Names the speaker calls out to someone they then ask or tell something ("thanks carol. do you ...")."""
-    if not re.search(r"\byou\b|\byour\b|\?", transcript, re.IGNORECASE):
-        return []
-    sentences = re.split(r"(?<=[.!?;])\s+", transcript.strip())
-    found = [n for part in sentences if (m := VOCATIVE.match(part)) and (n := _clean_name(m.group(1)))]
-    found += [n for m in ADDRESSING[1].finditer(transcript) if (n := _clean_name(m.group(1)))]
-    own, _ = names_in(transcript)
-    return [n for n in dict.fromkeys(found) if n not in own]
+    """Names the speaker calls out to someone ("thanks carol. do you ..."): they name the next speaker."""
+    return [m.name for m in find_mentions(transcript) if m.role == "addressed"]
 
 
 def _third_person(verb: str) -> str:
@@ -185,84 +137,30 @@ class RulesMemorizer:
             a, b = sorted((ids[match.id1], ids[match.id2]), key=lambda e: (kind_of(e) != KIND_FACE, e))
             old = pairs.get((a, b), (0.0, 0))
             pairs[(a, b)] = (max(old[0], match.confidence), max(old[1], match.evidence_count))
-        groups: dict[str, str] = {}  # who is one human inside this clip (for addressing)
         for (a, b), (confidence, count) in sorted(pairs.items()):
             out.equivalences.append((a, b, confidence, count))
             if confidence >= self.min_confidence and count >= self.min_evidence:
-                groups[b] = groups.get(a, a)
                 if {kind_of(a), kind_of(b)} == {KIND_FACE, KIND_VOICE}:
                     out.drafts.append(
                         MemoryDraft(KIND_SEMANTIC, f"Equivalence: <{a}>, <{b}>", clip.start_ns, clip.end_ns)
                     )
 
-        def human(entity_id: str) -> str:
-            root = groups.get(entity_id, entity_id)
-            return person_of(root) or root
-
-        present: dict[str, str] = {}
-        for entity_id in sorted({ids[p] for p in self._present(clip)}, key=_face_first):
-            present.setdefault(human(entity_id), entity_id)
         voices = [v for v in sorted(clip.voices, key=lambda v: (v.start_ns, v.segment_id)) if v.transcript.strip()]
-        turns = self._turns(voices, ids)
-        addressed: set[str] = set()  # names already given to a listener in this clip
-        for voice in voices:
-            tag = ids[voice.voice_id]
+        turns = describe(clip, ids, person_of, lambda e: "", self.min_confidence, self.min_evidence).turns
+        cues = cue_mentions(turns) if self.understand else []
+        placed = resolve_mentions(turns, [(line, name, role) for line, name, role, _ in cues])
+        facts = cue_facts(turns, cues, placed)
+        for number, voice in enumerate(voices, 1):
+            tag = ids.get(voice.voice_id, "")
             text = voice.transcript.strip()
-            out.drafts.append(MemoryDraft(KIND_EPISODIC, f'<{tag}> says: "{text}"', voice.start_ns, voice.end_ns))
-            if not self.understand:
-                continue
-            own, others = names_in(text)
-            for name in own[:1]:
-                out.names.append((tag, name))
-                out.drafts.append(
-                    MemoryDraft(KIND_SEMANTIC, f"<{tag}> is called {name}.", voice.start_ns, voice.end_ns)
-                )
-            listeners = [e for h, e in present.items() if h != human(tag)]
-            if others and len(listeners) == 1:  # addressing is only attributed when unambiguous
-                out.names.append((listeners[0], others[0]))
-                addressed.add(others[0])
-                out.drafts.append(
-                    MemoryDraft(KIND_SEMANTIC, f"<{listeners[0]}> is called {others[0]}.", voice.start_ns, voice.end_ns)
-                )
-            for fact in self_facts(text, f"<{tag}>"):
+            who = f"<{tag}>" if tag else UNCLEAR
+            out.drafts.append(MemoryDraft(KIND_EPISODIC, f'{who} says: "{text}"', voice.start_ns, voice.end_ns))
+            if not self.understand or not tag:
+                continue  # an unclear speaker's line is kept as said; whose facts they are waits
+            for _, name, label in (p for p in placed if p[0] == number):
+                out.names.append((label, name))
+                named = f"<{label}> is called {name}."
+                out.drafts.append(MemoryDraft(KIND_SEMANTIC, named, voice.start_ns, voice.end_ns))
+            for fact in dict.fromkeys([f for line, f in facts if line == number] + self_facts(text, f"<{tag}>")):
                 out.drafts.append(MemoryDraft(KIND_SEMANTIC, fact, voice.start_ns, voice.end_ns))
-        if not self.understand:
-            return out
-        # Turn taking: a name called out with a question or request names whoever answers next.
-        for (tag, text, _, end), (next_tag, _, next_start, next_end) in itertools.pairwise(turns):
-            if human(next_tag) == human(tag) or next_start - end > TURN_GAP_NS:
-                continue
-            names = [n for n in vocatives_in(text) if n not in addressed]
-            if len(names) == 1 and next_tag not in self._self_named(turns, next_tag):
-                out.names.append((next_tag, names[0]))
-                out.drafts.append(
-                    MemoryDraft(KIND_SEMANTIC, f"<{next_tag}> is called {names[0]}.", next_start, next_end)
-                )
         return out
-
-    @staticmethod
-    def _turns(voices, ids) -> list[tuple[str, str, int, int]]:
-        """Consecutive segments of one speaker joined: (tag, text, start_ns, end_ns)."""
-        turns: list[tuple[str, str, int, int]] = []
-        for voice in voices:
-            tag, text = ids[voice.voice_id], voice.transcript.strip()
-            if turns and turns[-1][0] == tag:
-                last = turns[-1]
-                sep = " " if last[1][-1:] in ".!?," else ". "
-                turns[-1] = (tag, last[1] + sep + text, last[2], max(last[3], voice.end_ns))
-            else:
-                turns.append((tag, text, voice.start_ns, voice.end_ns))
-        return turns
-
-    @staticmethod
-    def _self_named(turns, tag: str) -> set[str]:
-        """Tags that introduce themselves in this clip (their own name wins over being addressed)."""
-        return {t for t, text, _, _ in turns if t == tag and names_in(text)[0]}
-
-    @staticmethod
-    def _present(clip: ClipEvidence) -> list[str]:
-        return [f.face_id for f in clip.faces] + [v.voice_id for v in clip.voices]
-
-
-def _face_first(entity_id: str) -> tuple[bool, str]:
-    return kind_of(entity_id) != KIND_FACE, entity_id

@@ -1,16 +1,20 @@
-"""Whose name was said: the turns place a (line, name, whose) the model read (name_mentions), and
-the memorizer counts every placed mention as a vote, so a misheard name is outvoted."""
+"""Whose name was said: the turns place a (line, name, whose) the cue words or the model read
+(name_mentions), the cue words' reading wins, an uncertain speaker names nobody, facts said with a
+name go to its person, and the memorizer counts every placed mention as a vote, so a misheard name
+is outvoted."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
 from m3mem_evidence import clip, face, match, voice
 from test_memory_openai_memorizer import server_factory  # noqa: F401  (a fixture)
 
 from m3_memory.memory import Memory
-from m3_memory.name_mentions import Turns, labelled_text, resolve_mentions
-from m3_memory.openai_memorizer import OpenAIMemorizer
+from m3_memory.name_mentions import Turns, labelled_text, merge_mentions, resolve_mentions
+from m3_memory.openai_memorizer import OpenAIMemorizer, said_name
+from m3_memory.rules_memorizer import RulesMemorizer
 
 
 def turns(speakers: list[str], seen: list[list[str]] | None = None, same: dict[str, str] | None = None) -> Turns:
@@ -91,3 +95,112 @@ def test_a_misheard_self_introduction_is_outvoted_and_facts_follow_the_person(tm
     assert mem.search.get_entity("face_1").name == "Tove"  # two votes to one
     assert mem.search.get_entity("face_2").name == ""
     mem.close()
+
+
+def test_an_uncertain_speaker_gives_no_name_and_takes_none():
+    t = turns(["", "voice_1", "voice_2"])
+    assert [t.whose(1, role) for role in ("self", "addressed", "introduced")] == [None, None, None]
+    answered = turns(["voice_1", "", "voice_2"])  # "Diego, ...?" / (unclear: "mm-hm") / "sure"
+    assert answered.whose(1, "addressed") is None  # the one who answered cannot be told
+    assert turns(["voice_1", "voice_2"]).whose(1, "mentioned") is None  # someone absent: nobody here
+
+
+def test_the_cue_words_role_wins_and_the_model_adds_what_they_did_not_read():
+    cues = [(1, "Omar", "addressed"), (2, "Yusuf", "mentioned")]
+    model = [(1, "omar", "self"), (2, "Yusuf Okoye", "addressed"), (3, "Lina", "self")]
+    assert merge_mentions(cues, model) == [*cues, (3, "Lina", "self")]
+
+
+def test_a_name_said_to_someone_else_is_not_the_speakers():
+    t = turns(["voice_1", "voice_2", "voice_3"])  # "Meet Chiara." / "Hi Chiara!" / "Thanks."
+    placed = resolve_mentions(t, [(1, "Chiara", "introduced"), (2, "Chiara", "addressed")])
+    assert placed == [(2, "Chiara", "voice_3")]
+
+
+def _served(server_factory, reply: dict) -> OpenAIMemorizer:  # noqa: F811
+    return OpenAIMemorizer(server_factory([json.dumps(reply)]).url, "m", timeout_s=5)
+
+
+def test_the_model_path_places_what_the_cue_words_read_whatever_the_model_says(server_factory):  # noqa: F811
+    evidence = clip(
+        0,
+        faces=[face("face_1", 1.0), face("face_2", 1.0)],
+        voices=[
+            voice("voice_1", 2, 4, "Omar, did you read the note? Tell Yusuf I called."),
+            voice("voice_2", 6, 8, "Yes, I read it."),
+        ],
+        matches=[match("face_1", "voice_1", 4), match("face_2", "voice_2", 4)],
+    )
+    ids = {e: e for e in ("face_1", "face_2", "voice_1", "voice_2")}
+    wrong = {  # what the 1.5B model answered alone: the addressed name as the speaker's, an absent one addressed
+        "names": [{"line": 1, "name": "Omar", "whose": "self"}, {"line": 1, "name": "Yusuf", "whose": "addressed"}],
+        "semantic": [],
+        "episodic": [],
+    }
+    out = _served(server_factory, wrong).memorize(evidence, ids, lambda e: None)
+    assert out.names == [("voice_2", "Omar")]
+    assert out.names == RulesMemorizer().memorize(evidence, ids, lambda e: None).names
+
+
+def test_uncertain_lines_are_kept_as_said_and_name_nobody(server_factory):  # noqa: F811
+    evidence = clip(
+        0,
+        faces=[face("face_1", 1.0), face("face_2", 1.0)],
+        voices=[voice("", 2, 3, "I'm Tomasz.", seed=999), voice("voice_1", 4, 6, "Sorry, I missed that.")],
+        matches=[match("face_1", "voice_1", 4)],
+    )
+    ids = {e: e for e in ("face_1", "face_2", "voice_1")}
+    rules = RulesMemorizer().memorize(evidence, ids, lambda e: None)
+    assert rules.names == [] and 'Someone (voice unclear) says: "I\'m Tomasz."' in [d.text for d in rules.drafts]
+    reply = {"names": [{"line": 1, "name": "Tomasz", "whose": "self"}], "semantic": [], "episodic": []}
+    assert _served(server_factory, reply).memorize(evidence, ids, lambda e: None).names == []
+
+
+@pytest.mark.parametrize("model", [False, True])
+def test_a_job_said_with_a_name_goes_to_that_names_person(server_factory, model):  # noqa: F811
+    evidence = clip(
+        0,
+        faces=[face("face_1", 1.0), face("face_2", 1.0), face("face_3", 1.0)],
+        voices=[
+            voice("voice_1", 2, 4, "Good morning, I'm Ana, the new nurse."),
+            voice("voice_3", 6, 8, "This is Ben, he fixes the bikes."),
+            voice("voice_2", 10, 12, "Hello, Ana."),
+        ],
+        matches=[match(f"face_{k}", f"voice_{k}", 4) for k in (1, 2, 3)],
+    )
+    ids = {f"{kind}_{k}": f"{kind}_{k}" for kind in ("face", "voice") for k in (1, 2, 3)}
+    if model:  # the model's facts on the wrong people, as a small model writes them
+        reply = {"names": [], "semantic": ["<voice_3> fixes the bikes.", "<voice_2> is the new nurse."], "episodic": []}
+        out = _served(server_factory, reply).memorize(evidence, ids, lambda e: None)
+    else:
+        out = RulesMemorizer().memorize(evidence, ids, lambda e: None)
+    texts = [d.text for d in out.drafts]
+    assert ("voice_1", "Ana") in out.names and ("voice_2", "Ben") in out.names and ("voice_3", "Ana") not in out.names
+    assert "<voice_1> is the new nurse." in texts and "<voice_2> fixes the bikes." in texts
+    assert "<voice_3> fixes the bikes." not in texts and "<voice_2> is the new nurse." not in texts
+
+
+def test_memory_keeps_an_uncertain_line_without_making_a_voice_or_a_name(tmp_path, embedder):
+    evidence = clip(
+        0,
+        faces=[face("face_1", 1.0)],
+        voices=[voice("", 2, 3, "I'm Tomasz, from accounts.", seed=999), voice("voice_1", 4, 6, "Hello there.")],
+        matches=[match("face_1", "voice_1", 4)],
+    )
+    mem = Memory.open(str(tmp_path / "m"), embedder)
+    record = mem.ingest(evidence)
+    assert 'Someone (voice unclear) says: "I\'m Tomasz, from accounts."' in [m.text for m in record.episodic]
+    assert sorted(e for e in record.entity_ids if not e.startswith("person")) == ["face_1", "voice_1"]
+    assert mem.search.get_entity("face_1").name == "" and mem.search.get_entity("voice_1").name == ""
+    mem.close()
+
+
+def test_a_name_called_to_someone_the_next_speaker_answers_for_is_not_theirs():
+    t = Turns(["voice_1", "voice_2"], [[], []], ["Zeynep! Your bus leaves soon!", "She's still asleep."], {})
+    assert t.whose(1, "addressed") is None
+    t.texts[1] = "Coming, give me a minute."
+    assert t.whose(1, "addressed") == "voice_2"
+
+
+def test_kinship_words_the_model_offers_are_no_names():
+    assert said_name("Mum", ["okay mum"]) is None and said_name("Yuki", ["yuki can you feed the cat"]) == "Yuki"

@@ -1,0 +1,68 @@
+"""The name-role finder without a model: which names a line says, in which role, and what it says
+about that person; the rules memorizer over the development scenes (name_scenes.DEV)."""
+
+from __future__ import annotations
+
+import pytest
+
+from m3_memory.name_roles import SPEAKER, Mention, find_mentions
+from m3_memory.name_scenes import DEV, clip_of, person_names, score
+from m3_memory.rules_memorizer import RulesMemorizer
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("I'm Ana, the new nurse.", [Mention("Ana", "self", "is the new nurse")]),
+        ("i'm ana the new nurse", [Mention("Ana", "self", "is the new nurse")]),  # no case, no commas
+        ("I am Tova, I repair clocks.", [Mention("Tova", "self", "repairs clocks")]),
+        ("Everyone calls me Chidi.", [Mention("Chidi", "self")]),
+        ("my name's Wanjiru", [Mention("Wanjiru", "self")]),
+        ("Olga here, can you hear me?", [Mention("Olga", "self")]),
+        ("Hi, this is Mateus speaking.", [Mention("Mateus", "self")]),
+        ("This is Ben, he fixes the bikes.", [Mention("Ben", "introduced", "fixes the bikes")]),
+        ("this is ben he fixes the bikes", [Mention("Ben", "introduced", "fixes the bikes")]),
+        ("Hamid is my brother.", [Mention("Hamid", "introduced", f"is the brother of {SPEAKER}")]),
+        ("Meet my sister Ewa.", [Mention("Ewa", "introduced", f"is the sister of {SPEAKER}")]),
+        ("Let me introduce Tomasz, our new accountant.", [Mention("Tomasz", "introduced", "is the new accountant")]),
+        ("Priya, we need more chairs.", [Mention("Priya", "addressed")]),
+        ("priya can you bring more chairs", [Mention("Priya", "addressed")]),
+        ("Thanks, Kwame.", [Mention("Kwame", "addressed")]),
+        ("Nice to meet you, Mei.", [Mention("Mei", "addressed")]),
+        ("Can you pass the salt, Omar?", [Mention("Omar", "addressed")]),
+        ("Good morning, Dr. Okafor.", [Mention("Okafor", "addressed")]),
+        ("Tell Yusuf I called.", [Mention("Yusuf", "mentioned")]),
+        ("Mariam's car is outside.", [Mention("Mariam", "mentioned")]),
+        ("Jorge called about the delivery.", [Mention("Jorge", "mentioned")]),
+        ("Zeynep! Your bus leaves in five minutes!", [Mention("Zeynep", "addressed")]),  # called out
+        ("Tomasz, from accounts.", []),  # answers "who?": spoken to nobody
+        ("I'm tired, thank you very much.", []),
+        ("hi there, i'm going home", []),
+    ],
+)
+def test_each_role_is_read_from_its_cue_words(line, expected):
+    assert find_mentions(line) == expected
+
+
+def test_one_line_with_two_people_gives_each_their_role():
+    mentions = find_mentions("Hi Siobhan, this is my son Tariq.")
+    assert mentions == [Mention("Tariq", "introduced", f"is the son of {SPEAKER}"), Mention("Siobhan", "addressed")]
+    own = find_mentions("hi i'm marco and this is my sister elena she teaches yoga")
+    assert [(m.name, m.role) for m in own] == [("Marco", "self"), ("Elena", "introduced")]
+
+
+def test_the_strongest_role_of_a_name_on_a_line_wins():
+    # "I'm Leila" (self) and "Leila's" (mentioned) on one line: she said her name
+    assert find_mentions("I'm Leila, and that was Leila's idea.") == [Mention("Leila", "self")]
+
+
+def test_rules_over_the_development_scenes_invent_no_name_and_misplace_none():
+    """Property over DEV (the scenes developed on): what the rules cannot place is left unnamed."""
+    totals = {"wrong": 0, "invented": 0}
+    for scene in DEV:
+        clip, ids = clip_of(scene)
+        learned = person_names(RulesMemorizer().memorize(clip, ids, lambda e: None).names)
+        result = score(scene, learned)
+        totals["wrong"] += result["wrong"]
+        totals["invented"] += result["invented"]
+    assert totals == {"wrong": 0, "invented": 0}
