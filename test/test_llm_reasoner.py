@@ -139,6 +139,14 @@ class HouseholdMemory:
     def entity_name(self, entity_id: str) -> str | None:
         return NAMES.get(entity_id)
 
+    def entity_names(self, entity_ids, people: bool = False) -> dict[str, str]:
+        """get_names: every id of the household's memories is known (named or not); people: the named persons."""
+        known = {e for m in self.memories for e in (*m.entity_ids, *ID_RE.findall(m.text))}
+        found = {e: NAMES.get(e, "") for e in entity_ids if e.strip("<>") in known or e in NAMES}
+        if people:
+            found.update({person: name for person, (name, _) in PEOPLE.items()})
+        return found
+
 
 # --- running the loop ----------------------------------------------------------------------------
 
@@ -167,8 +175,13 @@ class Run:
         )
 
 
-def run(reasoner: OpenAIReasoner, instruction: str, should_stop: Callable[[], str | None] | None = None) -> Run:
-    memory = HouseholdMemory()
+def run(
+    reasoner: OpenAIReasoner,
+    instruction: str,
+    should_stop: Callable[[], str | None] | None = None,
+    memories: list[Memory] = HOUSEHOLD,
+) -> Run:
+    memory = HouseholdMemory(memories)
     started = time.monotonic()
     result = run_loop(instruction, reasoner, memory, SKILLS, LoopConfig(), PROMPT, should_stop=should_stop)
     return Run(instruction, result, memory, time.monotonic() - started)
@@ -344,3 +357,30 @@ def test_a_server_that_dies_mid_reply_is_model_unreachable(llm_server, tmp_path)
     assert "cannot reach" in died.result.error_message, str(died)
     assert reasoner.calls == config.retries + 1, str(died)
     assert waited < bound, str(died)
+
+
+# The cellist has never been named; Marta (named) plays the violin in the same evening's memories.
+UNNAMED_CELLIST = [
+    *HOUSEHOLD[:4],
+    _m("episodic_20", 6, '<voice_3> says: "I play the cello in the orchestra on Fridays."', "voice_3"),
+    _m("episodic_21", 6, "<face_5> plays the violin next to <face_3> in the living room.", "face_5", "face_3"),
+    _m("episodic_22", 6, "<face_3> tunes a cello and sits down by the window.", "face_3"),
+]
+
+
+def test_a_question_about_an_unnamed_person_gets_an_answer_that_names_no_one(reasoner):
+    asked = run(reasoner, "Who plays the cello in the orchestra?", memories=UNNAMED_CELLIST)
+    result = asked.result
+    assert result.code == SUCCEEDED, str(asked)
+    assert "cello" in knowledge_turns(result), str(asked)  # the model did read the cellist's memory
+    for name, _ in PEOPLE.values():
+        assert name not in result.answer, str(asked)
+    assert not ID_RE.search(result.answer), str(asked)
+
+
+def test_a_question_memory_holds_nothing_about_is_answered_i_dont_know(reasoner):
+    asked = run(reasoner, "What is the name of the neighbour's dog?", memories=[])
+    result = asked.result
+    assert result.code == SUCCEEDED, str(asked)
+    assert DONT_KNOW_RE.search(result.answer), str(asked)
+    assert result.evidence_ids == [] and result.plan == [], str(asked)

@@ -5,12 +5,13 @@ The memory is a real m3_memory Memory (`--memory-nodes N`, default 100,000 episo
 with m3_memory.bench's synthetic_texts / node_vectors / ingest (bulk) into `--memory-dir` (default: a
 temporary directory); the sentence embeddings are cached in `--embedding-cache` (default
 ~/.cache/m3-agent/bench), and a directory that already holds at least N memories is reused as is.
-The loop reaches it through DirectMemoryClient, as the one-process bring-up (`m3 run`) does.
+The loop reaches it through DirectMemoryClient, as the one-process bring-up (`m3 run`) does, or with
+`--memory-transport service` through the memory node's services over DDS (bench_service.py).
 
 The scripted model searches a new query every round (a memory sentence of the store, reworded as a
 question; every 4th asks for a character id, so search_node runs too) and answers in the last round
-naming an entity (so the answer's ids are resolved through get_entity). Its own time is measured
-and subtracted; it is microseconds.
+naming an entity (its ids are resolved: names come from memory's get_names, one lookup a round at
+most). Its own time is measured and subtracted; it is microseconds.
 
 Figures (the LAST stdout line is one JSON object):
 - round_overhead_ms, round_overhead_p90_ms, round_overhead_p99_ms: per round, the loop's wall time
@@ -18,8 +19,9 @@ Figures (the LAST stdout line is one JSON object):
   time; fresh queries, so each search embeds its query (and the query's alias variants) with MiniLM;
 - round_overhead_warm_ms: the same goals again: query embeddings come from the embedder's LRU cache;
 - loop_only_ms: the loop's own bookkeeping per round (LoopResult.timings_ms: model and memory excluded);
-- search_clip_p50_ms / _p99_ms, search_node_p50_ms / _p99_ms, entity_name_p50_ms: the direct client's
-  calls (fresh queries), search_clip_warm_p50_ms (cached embeddings); memories_per_search (mean);
+- search_clip_p50_ms / _p99_ms, search_node_p50_ms / _p99_ms, entity_names_p50_ms (get_names, one per
+  round at most: name_lookups_per_round), entity_name_p50_ms (get_entity; the loop no longer calls it: null):
+  the direct client's calls (fresh queries), search_clip_warm_p50_ms (cached embeddings); memories_per_search;
 - action_roundtrip_ms: median time from sending an Instruct goal over DDS (client node -> action
   server on the control node, both in this process on one MultiThreadedExecutor) to its result, for
   goals of `--rounds` rounds over the same memory; action_roundtrip_1round_ms: goals answered in
@@ -85,7 +87,7 @@ class ScriptedReasoner:
 class TimedMemory:
     """A MemoryClient passing every call on to another and recording how long each took."""
 
-    def __init__(self, client: DirectMemoryClient) -> None:
+    def __init__(self, client) -> None:
         self.client = client
         self.ms: dict[str, list[float]] = defaultdict(list)
         self.hits: list[int] = []
@@ -108,6 +110,12 @@ class TimedMemory:
         name = self.client.entity_name(entity_id)
         self.ms["entity_name"].append((time.perf_counter() - start) * 1000)
         return name
+
+    def entity_names(self, entity_ids: list[str], people: bool = False) -> dict[str, str]:
+        start = time.perf_counter()
+        names = self.client.entity_names(entity_ids, people)
+        self.ms["entity_names"].append((time.perf_counter() - start) * 1000)
+        return names
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -173,14 +181,15 @@ def scripted_queries(memory, count: int, seed: int = 7) -> tuple[list[str], str]
     return queries, answer
 
 
-def loop_figures(memory, goals: int, rounds: int) -> dict:
-    """Per-round loop figures over the direct client, fresh queries then the same queries again (warm)."""
+def loop_figures(memory, goals: int, rounds: int, client=None) -> dict:
+    """Per-round loop figures over a client (default: the direct one), fresh queries then the same
+    queries again (warm)."""
     skills = load_skills()
     queries, answer = scripted_queries(memory, goals * max(1, rounds - 1))
     out: dict = {}
     for phase in ("cold", "warm"):
         reasoner = ScriptedReasoner(queries, answer)
-        timed = TimedMemory(DirectMemoryClient(memory))
+        timed = TimedMemory(client or DirectMemoryClient(memory))
         overhead, loop_only = [], []
         for goal in range(goals):
             reasoner.ms_by_round.clear()
@@ -214,6 +223,8 @@ def loop_figures(memory, goals: int, rounds: int) -> dict:
                 search_node_p50_ms=percentile(timed.ms["search_node"], 50),
                 search_node_p99_ms=percentile(timed.ms["search_node"], 99),
                 entity_name_p50_ms=percentile(timed.ms["entity_name"], 50),
+                entity_names_p50_ms=percentile(timed.ms["entity_names"], 50),
+                name_lookups_per_round=round(len(timed.ms["entity_names"]) / len(overhead), 2) if overhead else 0.0,
                 memories_per_search=round(statistics.mean(timed.hits), 1) if timed.hits else 0.0,
                 rounds_measured=len(overhead),
             )
@@ -330,6 +341,13 @@ def main(argv: list[str] | None = None) -> int:
         "--text-threads", type=int, default=0, help="intra-op threads of the query embedder; 0 = the runtime's default"
     )
     parser.add_argument("--no-ros", action="store_true", help="measure only the loop (no action round trip)")
+    parser.add_argument(
+        "--memory-transport",
+        choices=("direct", "service"),
+        default="direct",
+        help="how the loop reaches memory: direct (one process, m3 run's default) or service (the memory node's "
+        "services over DDS, in this process; loop figures only)",
+    )
     args = parser.parse_args(argv)
     if args.memory_nodes < 1 or args.goals < 1 or args.per_clip < 1 or not 2 <= args.rounds <= 20:
         parser.error("--memory-nodes, --goals and --per-clip must be >= 1, --rounds 2..20")
@@ -345,7 +363,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         figures: dict = {"memory_nodes": len(memory.graph.text), **facts, "goals": args.goals, "rounds": args.rounds}
-        figures.update(loop_figures(memory, args.goals, args.rounds))
+        if args.memory_transport == "service":
+            from m3_control.bench_service import service_client
+
+            memory_dir = args.memory_dir or args.tmp.name
+            memory.close()  # the memory node opens the directory itself
+            with service_client(memory_dir, memory.embedder) as (client, served):
+                figures.update(loop_figures(served, args.goals, args.rounds, client))
+            memory = None
+            args.no_ros = True  # the action figures run over the direct client only
+        else:
+            figures.update(loop_figures(memory, args.goals, args.rounds))
         print(
             f"round overhead {figures['round_overhead_ms']} ms (median; warm {figures['round_overhead_warm_ms']} ms), "
             f"search_clip p50 {figures['search_clip_p50_ms']} ms",
@@ -356,11 +384,12 @@ def main(argv: list[str] | None = None) -> int:
             figures.update(action_figures(memory, args.goals, args.rounds))
             print(f"action round trip {figures['action_roundtrip_ms']} ms (median)", file=sys.stderr, flush=True)
     finally:
-        memory.close()  # saves the text index: a reused --memory-dir opens without rebuilding it
+        if memory is not None:
+            memory.close()  # saves the text index: a reused --memory-dir opens without rebuilding it
         if args.tmp is not None:
             args.tmp.cleanup()
     figures.update(
-        memory_transport="direct",
+        memory_transport=args.memory_transport,
         text_runtime=args.text_runtime,
         text_threads=args.text_threads,
         memory_dir=os.path.abspath(args.memory_dir) if args.memory_dir else None,

@@ -139,3 +139,11 @@ class DirectMemoryClient:
         except Exception as error:  # every failure becomes the service's error mapping
             raise self._mapped("get_entity", error) from error
         return view.name or None
+
+    def entity_names(self, entity_ids: list[str], people: bool = False) -> dict[str, str]:
+        """Names of many entities in one call (memory's get_names): the loop's lookup per round."""
+        search = self._search()
+        try:
+            return search.get_names(list(entity_ids), people)
+        except Exception as error:  # every failure becomes the service's error mapping
+            raise self._mapped("get_names", error) from error

@@ -216,6 +216,8 @@ class Scored:
 class ExtractiveReasoner:
     """Reasoner without a language model (embedded default)."""
 
+    quotes_memory = True  # answers quote memory with its names: the loop's answer_checks (for models) skip it
+
     def __init__(self, config: ExtractiveConfig | None = None) -> None:
         self.config = config or ExtractiveConfig()
 

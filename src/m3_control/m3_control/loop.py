@@ -17,8 +17,23 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from m3_control.memory_client import ENTITY_ID_RE, Clip, Memory, MemoryClient, MemoryQueryRejected, MemoryUnavailable
-from m3_control.names import ANSWER_ID_RE, known_names, resolve_names
+from m3_control.answer_checks import (
+    names_feedback,
+    replace_names,
+    supported_names,
+    unsupported_fact,
+    unsupported_names,
+)
+from m3_control.memory_client import (
+    ENTITY_ID_RE,
+    Clip,
+    Memory,
+    MemoryClient,
+    MemoryQueryRejected,
+    MemoryUnavailable,
+    entity_names,
+)
+from m3_control.names import ANSWER_ID_RE, UNNAMED, names_from
 from m3_control.reasoner import Answer, LoopState, Reasoner, ReasonerError, Search
 from m3_control.skills import Skill, SkillError, Step, unnamed_objects, validate_plan
 
@@ -126,14 +141,47 @@ def _append_evidence(state: LoopState, memories: list[Memory]) -> None:
             known.add(memory.node_id)
 
 
+def _name_ids(state: LoopState, ids: set[str], memory: MemoryClient, said: dict[str, str]) -> None:
+    """Learn names for ids not seen yet, in one lookup (memory's get_names; the first one of a goal
+    also lists every named person, for the answer check): memory's current name first, then what a
+    retrieved "<face_1> is named Alice" says (said). Why one lookup: a get_entity per id cost a round
+    80 ms at 100k memories, and over the service transport each is a ROS call."""
+    missing = sorted(ids - state.names.keys() - state.unnamed)
+    if not missing and state.people is not None:
+        return
+    found = entity_names(memory, missing, people=state.people is None)
+    if state.people is None:
+        state.people = {entity_id: name for entity_id, name in found.items() if name}
+    for entity_id in missing:
+        name = found.get(entity_id) or said.get(entity_id)
+        if name:
+            state.names[entity_id] = name
+        else:
+            state.unnamed.add(entity_id)
+
+
 def _learn_names(state: LoopState, memories: list[Memory], memory: MemoryClient) -> None:
-    """Names for the entity ids in newly retrieved memories that have none yet (memory's current
-    name first): search_node returns its texts with ids, and a small model shown "<voice_2> says"
-    answers with the id or cannot join it to the person asked about."""
-    text = " ".join(m.text for m in memories)
-    unnamed = {m.group(1) or m.group(2) for m in ANSWER_ID_RE.finditer(text)} - state.names.keys()
-    if unnamed:
-        state.names.update(known_names(" ".join(f"<{e}>" for e in sorted(unnamed)), state.evidence, memory))
+    """Names for the entity ids of newly retrieved memories. Why: search_node returns its texts with
+    ids, and a small model shown "<voice_2> says" answers with the id or cannot join it to the person."""
+    ids: set[str] = set()
+    for item in memories:
+        ids.update(item.entity_ids)
+        ids.update(m.group(1) or m.group(2) for m in ANSWER_ID_RE.finditer(item.text))
+        if ANSWER_ID_RE.fullmatch(item.node_id):
+            ids.add(item.node_id)
+    _name_ids(state, ids, memory, names_from(memories))
+
+
+def _resolved(state: LoopState, text: str, memory: MemoryClient) -> str:
+    """An answer with its ids replaced by the names memory knows, UNNAMED where it knows none (an id
+    means nothing to a person; robot code has the ids in the result's evidence)."""
+    ids = {m.group(1) or m.group(2) for m in ANSWER_ID_RE.finditer(text)} - state.names.keys() - state.unnamed
+    if ids:  # no call for an answer without new ids (a goal that never searched must not wait on memory)
+        try:
+            _name_ids(state, ids, memory, names_from(state.evidence))
+        except (MemoryUnavailable, MemoryQueryRejected):
+            pass  # names learnt so far and the evidence's: an id without one still becomes UNNAMED
+    return ANSWER_ID_RE.sub(lambda m: state.names.get(m.group(1) or m.group(2), UNNAMED), text)
 
 
 def run_loop(
@@ -169,6 +217,9 @@ def run_loop(
     state.messages.append({"role": "user", "content": f"Question: {instruction}"})
     result = LoopResult(NO_ANSWER, transcript=state.messages)
     memory_ms = 0.0
+    # Answer checks (answer_checks.py) for every back-end but one that only quotes memory (extractive).
+    checked = not getattr(reasoner, "quotes_memory", False) and not asks_for_id(instruction)
+    names_asked = False  # an answer naming people the evidence does not name is sent back once
 
     def stopped() -> LoopResult | None:
         code = stop()
@@ -212,9 +263,19 @@ def run_loop(
                     state.reask = "plan"
                 else:
                     unnamed = unnamed_objects(decision.text, plan)
+                    invented = []
+                    if checked and not names_asked and attempt < config.reasks:
+                        text = _resolved(state, decision.text, memory)
+                        if plan or not unsupported_fact(text, instruction, state.evidence, state.names):
+                            people = state.people or {}
+                            invented = unsupported_names(text, instruction, state.evidence, state.names, people)
                     if unnamed and not kept_plan and attempt < config.reasks:  # once; the next text stands
                         kept_plan = plan
                         state.feedback = f"(Say again what you will do, naming {unnamed[0]!r}.)"
+                        state.reask = "text"
+                    elif invented:  # once: a second answer that still names them has the names replaced
+                        names_asked, kept_plan = True, plan
+                        state.feedback = names_feedback(invented, supported_names(state.evidence, state.names))
                         state.reask = "text"
             if not state.feedback:
                 break
@@ -237,7 +298,16 @@ def run_loop(
             result.evidence_ids = cited or supporting_ids(decision.text, state.evidence)
             # An instruction that asks for an id gets ids; any other gets names where memory knows them.
             wants_ids = asks_for_id(instruction)
-            result.answer = decision.text if wants_ids else resolve_names(decision.text, state.evidence, memory)
+            answer = decision.text if wants_ids else _resolved(state, decision.text, memory)
+            if checked:
+                people = state.people or {}
+                unsupported = "" if plan else unsupported_fact(answer, instruction, state.evidence, state.names)
+                answer = unsupported or replace_names(
+                    answer, unsupported_names(answer, instruction, state.evidence, state.names, people)
+                )
+                if unsupported:
+                    result.evidence_ids = []
+            result.answer = answer
             result.plan = plan
             result.code = SUCCEEDED
             result.timings_ms.append((time.perf_counter() - round_start) * 1000 - reasoner_ms)
@@ -275,7 +345,11 @@ def run_loop(
             retrieved = [m for clip in clips for m in clip.memories] + list(nodes)
             _append_evidence(state, retrieved)
             if not asks_for_id(instruction):
-                _learn_names(state, retrieved, memory)
+                try:
+                    _learn_names(state, retrieved, memory)
+                except (MemoryUnavailable, MemoryQueryRejected) as error:
+                    result.code, result.error_message = MEMORY_UNAVAILABLE, str(error)
+                    return result
             hits = len(retrieved)
             if state.messages[-1]["role"] != "user":
                 text = render_knowledge(clips, nodes, state) if render_knowledge else knowledge_message(clips, nodes)

@@ -133,6 +133,19 @@ def entity_ids_in(text: str) -> list[str]:
     return seen
 
 
+def entity_names(client: object, entity_ids: Collection[str], people: bool = False) -> dict[str, str]:
+    """Names memory knows, in one lookup: id -> name ("" when its person has none; ids memory does not
+    know are left out), and with people every named person (person id -> name). Clients offer it as the
+    optional `entity_names` method (memory's get_names); one that offers only `entity_name` is asked id
+    by id and cannot list people; one with neither knows no names."""
+    lookup = getattr(client, "entity_names", None)
+    if lookup is not None:
+        return dict(lookup(list(entity_ids), people))
+    if getattr(client, "entity_name", None) is None:
+        return {}
+    return {entity_id: entity_name(client, entity_id) or "" for entity_id in entity_ids}
+
+
 def entity_name(client: object, entity_id: str) -> str | None:
     """Name memory knows for an entity, when the client offers a lookup (optional `entity_name` method)."""
     lookup = getattr(client, "entity_name", None)

@@ -1,24 +1,19 @@
 """Names for entity ids: what memory says about who is who, used by every back-end.
 
 Why one module: the extractive reasoner ranks memories with ids rendered as names, the model
-back-ends show the model memories with names instead of ids, and the loop replaces any id left in
-an answer by the person's name. All of them read names the same way: from memories such as
-"<face_1> is named Alice", from the entities search_node returns ("<person_2> is called Bob; faces
-and voices: face_3, voice_2"), and from memory's get_entity (MemoryClient.entity_name).
+back-ends show the model memories with names instead of ids, the loop replaces any id left in an
+answer by the person's name (loop._resolved), and the answer checks know who the evidence names.
+All of them read names the same way: from memories such as "<face_1> is named Alice", from the
+entities search_node returns ("<person_2> is called Bob; faces and voices: face_3, voice_2"), and
+from memory's get_names (memory_client.entity_names, that the loop calls: one lookup for many ids;
+a ROS call per id cost a round tens of milliseconds).
 """
 
 from __future__ import annotations
 
 import re
 
-from m3_control.memory_client import (
-    ENTITY_ID_RE,
-    Memory,
-    MemoryClient,
-    MemoryQueryRejected,
-    MemoryUnavailable,
-    entity_name,
-)
+from m3_control.memory_client import ENTITY_ID_RE, Memory
 
 ANY_ID = r"(?:face|voice|person|character)_\d+"
 NAME_PATTERNS = (
@@ -30,7 +25,7 @@ PERSON_HIT_RE = re.compile(rf"^<({ANY_ID})> is called ([A-Z][\w-]*); faces and v
 MEMBER_HIT_RE = re.compile(rf"^<({ANY_ID})> of <({ANY_ID})>(?: \(([A-Z][\w-]*)\))?")
 # In answers a model may also write an id without its brackets ("person_3").
 ANSWER_ID_RE = re.compile(rf"<({ANY_ID})>|\b({ANY_ID})\b")
-UNNAMED = "someone whose name I don't know"  # an id in an answer that memory has no name for
+UNNAMED = "someone whose name I don't know"  # an id or unsupported name in an answer that memory has no name for
 
 
 def names_from(evidence: list[Memory]) -> dict[str, str]:
@@ -57,26 +52,3 @@ def names_from(evidence: list[Memory]) -> dict[str, str]:
 def with_names(text: str, names: dict[str, str], pattern: re.Pattern = ENTITY_ID_RE) -> str:
     """Entity ids in text replaced by the names given (ids without a name stay)."""
     return pattern.sub(lambda m: names.get(m.group(1) or m.group(2), m.group(0)), text)
-
-
-def known_names(text: str, evidence: list[Memory], memory: MemoryClient) -> dict[str, str]:
-    """Names for the ids in text: memory's get_entity first, then what the evidence says."""
-    found = names_from(evidence)
-    names: dict[str, str] = {}
-    for entity_id in dict.fromkeys(m.group(1) or m.group(2) for m in ANSWER_ID_RE.finditer(text)):
-        try:
-            name = entity_name(memory, entity_id)
-        except (MemoryUnavailable, MemoryQueryRejected):
-            name = None  # the text keeps the id: still correct, only less readable
-        name = name or found.get(entity_id)
-        if name:
-            names[entity_id] = name
-    return names
-
-
-def resolve_names(text: str, evidence: list[Memory], memory: MemoryClient) -> str:
-    """Entity ids in an answer replaced by the names memory knows (get_entity, or "<id> is named X"
-    memories), and an id it knows no name for by UNNAMED: an answer is for people (an id means
-    nothing to them), and robot code has the ids in the result's evidence."""
-    names = known_names(text, evidence, memory)
-    return ANSWER_ID_RE.sub(lambda m: names.get(m.group(1) or m.group(2), UNNAMED), text)

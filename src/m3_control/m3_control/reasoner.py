@@ -58,8 +58,11 @@ class LoopState:
     should_stop: Callable[[], str | None] | None = None
     shown: set[str] = field(default_factory=set)  # memory ids a back-end has already shown its model
     names: dict[str, str] = field(default_factory=dict)  # entity id -> name memory knows (the loop learns them)
+    unnamed: set[str] = field(default_factory=set)  # ids looked up that memory knows no name for
+    people: dict[str, str] | None = None  # every named person of memory (looked up at the first search)
     # why the previous answer was sent back: "plan" (rejected) or "text" (it does not name what its valid
-    # plan picks: the plan is kept and only the text is asked for again); "" when it was not
+    # plan picks, or names a person the evidence does not: the plan is kept and only the text is asked
+    # for again); "" when it was not
     reask: str = ""
 
     @property

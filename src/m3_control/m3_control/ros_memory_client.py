@@ -1,4 +1,4 @@
-"""MemoryClient over the memory node's ROS services (SearchClip, SearchNode, GetEntity).
+"""MemoryClient over the memory node's ROS services (SearchClip, SearchNode, GetNames, GetEntity).
 
 Called from the action's execute callback: each call waits on its future with a timeout, so the
 node must spin in a MultiThreadedExecutor with these clients in a reentrant callback group.
@@ -16,7 +16,7 @@ from rclpy.node import Node
 
 from m3_control.memory_client import Clip, Memory, MemoryUnavailable, clip_of, memory_error, memory_of
 from m3_interfaces.msg import ClipMemory, MemoryItem
-from m3_interfaces.srv import GetEntity, SearchClip, SearchNode
+from m3_interfaces.srv import GetEntity, GetNames, SearchClip, SearchNode
 
 
 def to_time(stamp_ns: int) -> Time:
@@ -48,10 +48,11 @@ class RosMemoryClient:
         self.search_clip_client = node.create_client(SearchClip, f"{prefix}/search_clip", callback_group=callback_group)
         self.search_node_client = node.create_client(SearchNode, f"{prefix}/search_node", callback_group=callback_group)
         self.get_entity_client = node.create_client(GetEntity, f"{prefix}/get_entity", callback_group=callback_group)
+        self.get_names_client = node.create_client(GetNames, f"{prefix}/get_names", callback_group=callback_group)
 
     def destroy(self, node: Node) -> None:
         """Destroy the service clients (the control node's cleanup)."""
-        for client in (self.search_clip_client, self.search_node_client, self.get_entity_client):
+        for client in (self.search_clip_client, self.search_node_client, self.get_entity_client, self.get_names_client):
             node.destroy_client(client)
 
     def _call(self, client: Client, request):
@@ -114,3 +115,14 @@ class RosMemoryClient:
             return None
         self._check(self.get_entity_client, response)
         return response.entity.name or None
+
+    def entity_names(self, entity_ids: list[str], people: bool = False) -> dict[str, str]:
+        """Names of many entities in one service call (get_names), as the loop asks once per round.
+
+        Not best effort, unlike entity_name: the loop's answer check needs the names memory knows,
+        and a memory node that serves search_clip serves get_names too (MemoryUnavailable otherwise).
+        """
+        request = GetNames.Request(entity_ids=list(entity_ids), people=bool(people))
+        response = self._call(self.get_names_client, request)
+        self._check(self.get_names_client, response)
+        return dict(zip(response.entity_ids, response.names, strict=True))

@@ -61,6 +61,7 @@ class FakeMemory:
         self.down = down
         self.calls: list[tuple] = []
         self.stamps: list[int] = []  # before_stamp_ns of every search
+        self.name_lookups: list[tuple] = []  # (ids, people) of every entity_names call
 
     def _score(self, query: str, memory: Memory) -> float:
         q, t = _tokens(query), _tokens(memory.text)
@@ -93,6 +94,22 @@ class FakeMemory:
 
     def entity_name(self, entity_id: str) -> str | None:
         return self.names.get(entity_id)
+
+    def entity_names(self, entity_ids, people: bool = False) -> dict[str, str]:
+        """get_names over the fixture: the ids its memories mention are known, named as `names` says;
+        people: every named id (the fixture has no person entities). Each call is kept in name_lookups."""
+        self.name_lookups.append((tuple(entity_ids), people))
+        if self.down:
+            raise MemoryUnavailable("memory service /m3/memory/get_names not available")
+        known = set(self.names)
+        for memories in self.clips.values():
+            for memory in memories:
+                known.update(memory.entity_ids)
+                known.update(re.findall(r"(?:face|voice|person|character)_\d+", memory.text))
+        found = {e: self.names.get(e, "") for e in entity_ids if e in known}
+        if people:
+            found.update({e: n for e, n in self.names.items() if e not in found})
+        return found
 
 
 class ChatServer:

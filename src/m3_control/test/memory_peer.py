@@ -1,4 +1,4 @@
-"""A test memory node in its own process: serves SearchClip, SearchNode and GetEntity from the fixture clips.
+"""A test memory node in its own process: serves SearchClip, SearchNode, GetEntity and GetNames from the fixture clips.
 
 Run: python memory_peer.py  (services under /m3/memory, names face_1=Alice, face_2=Bob).
 """
@@ -11,7 +11,7 @@ from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
 from m3_interfaces.msg import ClipMemory, Entity, MemoryItem
-from m3_interfaces.srv import GetEntity, SearchClip, SearchNode
+from m3_interfaces.srv import GetEntity, GetNames, SearchClip, SearchNode
 
 NAMES = {"face_1": "Alice", "face_2": "Bob"}
 
@@ -35,6 +35,7 @@ class MemoryPeer(Node):
         self.create_service(SearchClip, "/m3/memory/search_clip", self.on_search_clip)
         self.create_service(SearchNode, "/m3/memory/search_node", self.on_search_node)
         self.create_service(GetEntity, "/m3/memory/get_entity", self.on_get_entity)
+        self.create_service(GetNames, "/m3/memory/get_names", self.on_get_names)
 
     def on_search_clip(self, request, response):
         if not request.query.strip():
@@ -60,6 +61,11 @@ class MemoryPeer(Node):
             response.error_code = GetEntity.Response.UNKNOWN_ENTITY
             return response
         response.entity = Entity(entity_id=request.entity_id, kind="face", name=name)
+        return response
+
+    def on_get_names(self, request, response):
+        names = self.memory.entity_names(list(request.entity_ids), request.people)
+        response.entity_ids, response.names = list(names), list(names.values())
         return response
 
 

@@ -109,6 +109,11 @@ def test_search_node_and_entity_names(memory):
     assert client.entity_name("face_99") is None  # unknown: None, as get_entity's UNKNOWN_ENTITY
     with pytest.raises(MemoryQueryRejected, match="error 1"):
         client.entity_name("")
+    # many ids in one lookup: known ids named or "", unknown ones left out; people lists the named persons
+    assert client.entity_names(["face_1", "voice_3", "face_99", f"<{person}>"]) == {
+        "face_1": "Alice", "voice_3": "", person: "Alice"  # ids come back without their brackets
+    }  # fmt: skip
+    assert client.entity_names([], people=True) == {person: "Alice"}
 
 
 @pytest.mark.parametrize(
@@ -183,6 +188,7 @@ def test_parity_with_the_service_path(tmp_path, embedder):
         ["entity_name", person],
         ["entity_name", "voice_3"],
         ["entity_name", "face_42"],
+        ["entity_names", {"entity_ids": ["face_1", "voice_3", "face_42"], "people": True}],
     ]
     calls_file = tmp_path / "calls.json"
     calls_file.write_text(json.dumps(calls))
@@ -223,6 +229,7 @@ def test_parity_with_the_service_path(tmp_path, embedder):
         assert_same(got["result"], want["result"], call)
     assert service[0]["result"] and service[1]["result"]  # the parity is over real hits, not empty lists
     assert service[8]["result"] == "Alice"
+    assert service[11]["result"] == {"face_1": "Alice", "voice_3": "", person: "Alice"}
 
 
 def assert_same(got, want, where) -> None:

@@ -36,9 +36,10 @@ MODEL_DELAY_S = 0.05  # per goal: under queue the 50 run one after the other
 
 
 def answer_each(body: dict):
-    """Scripted model: answers at once (max_rounds 1), naming the goal it answers ('flood queue #7')."""
+    """Scripted model: answers at once (max_rounds 1), naming the goal it answers ('flood queue #7'). It
+    says it does not know: with no memory searched, the loop's answer check replaces any other answer."""
     question = body["messages"][1]["content"].removeprefix("Question: ")
-    return ("delay", MODEL_DELAY_S, f"Action: [Answer]\nContent: answer to {question}")
+    return ("delay", MODEL_DELAY_S, f"Action: [Answer]\nContent: I don't know the answer to {question}")
 
 
 LOOPBACK_PROFILE = """<?xml version="1.0" encoding="UTF-8" ?>
@@ -108,7 +109,7 @@ def kinds(round_: dict) -> Counter:
             counts["preempted"] += 1
         else:
             assert (o["status"], o["error_code"]) == (GoalStatus.STATUS_SUCCEEDED, Instruct.Result.SUCCEEDED), o
-            assert o["answer"] == f"answer to flood {round_['policy']} #{o['client']}"  # its own answer
+            assert o["answer"] == f"I don't know the answer to flood {round_['policy']} #{o['client']}"  # its own
             counts["succeeded"] += 1
     assert round_["elapsed_s"] < 30.0  # 50 goals of 0.05 s each; a lost goal would hold its client 40 s
     return counts

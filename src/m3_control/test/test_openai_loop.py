@@ -78,21 +78,22 @@ def test_search_then_answer_with_reasoning_stripped_and_names_resolved():
 
 
 def test_an_id_memory_has_no_name_for_never_reaches_the_answer():
+    cook = FakeMemory([(0, [Memory("episodic_9", "episodic", "<person_7> cooks at the restaurant.", 0)])])
     with ChatServer([search("who cooks"), answer("The one who cooks is <person_7>.")]) as server:
-        result, _, _ = run(server, "Who cooks at the restaurant?")
+        result, _, _ = run(server, "Who cooks at the restaurant?", memory=cook)
     assert result.code == "SUCCEEDED", result.error_message
     assert result.answer == "The one who cooks is someone whose name I don't know."
     with ChatServer([search("who cooks"), answer("<person_7>")]) as server:
-        result, _, _ = run(server, "Which character id cooks at the restaurant?")
+        result, _, _ = run(server, "Which character id cooks at the restaurant?", memory=cook)
     assert result.answer == "<person_7>"  # asked for an id: the id
 
 
 def test_malformed_reply_is_reasked_then_model_error():
-    with ChatServer(["I think the keys are somewhere.", answer("In the drawer.")]) as server:
+    with ChatServer([search("car keys"), "I think the keys are somewhere.", answer("In the drawer.")]) as server:
         result, _, reasoner = run(server, "Where are the keys?", reasks=2)
     assert result.code == "SUCCEEDED" and result.answer == "In the drawer."
-    assert reasoner.calls == 2
-    assert "could not be read" in server.requests[1]["messages"][-1]["content"]
+    assert reasoner.calls == 3
+    assert "could not be read" in server.requests[2]["messages"][-1]["content"]
 
     with ChatServer(["no grammar", "Action: [Search]\nContent:", "Action: [Answer]\nPlan: {not json"]) as server:
         result, _, reasoner = run(server, "Where are the keys?", reasks=2)

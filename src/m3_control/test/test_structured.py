@@ -172,8 +172,8 @@ def test_ids_left_in_an_answer_become_names():
 
 def test_text_grammar_mode_sends_no_response_format():
     with ChatServer(["Action: [Answer]\nContent: In the drawer."]) as server:
-        result, _, _ = ask(server, "Where are the keys?", response_format="none", knowledge="reference", prefetch=0)
-    assert result.code == "SUCCEEDED" and result.answer == "In the drawer."
+        result, _, _ = ask(server, "Where are the keys?", response_format="none", knowledge="reference", prefetch=1)
+    assert result.code == "SUCCEEDED" and result.answer == "In the drawer."  # the prefetched search found it
     assert "response_format" not in server.requests[0]
 
 

@@ -1,6 +1,8 @@
-"""get_entity and get_stats: what the memory holds about one entity, and its counts."""
+"""get_entity, get_names and get_stats: what the memory holds about one entity, the names of many, its counts."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from m3_memory import errors
 from m3_memory.errors import MemoryApiError
@@ -42,6 +44,23 @@ def entity_view(graph: MemoryGraph, entity_id: str) -> EntityView:
         canonical, record.kind, graph.display_name(canonical), aliases, members, record.observation_count,
         record.first_clip, record.last_clip, record.first_ns, record.last_ns, memory_ids, crop,
     )  # fmt: skip
+
+
+def entity_names(graph: MemoryGraph, entity_ids: Iterable[str], people: bool = False) -> dict[str, str]:
+    """Id (brackets stripped) -> learnt name of its person ("" when none) for each id memory knows, unknown ids left
+    out, and with people every named person (get_names). Why: the control loop names every id of a
+    round at once; get_entity per id builds a whole view (memories, face crop) for one name."""
+    names: dict[str, str] = {}
+    with graph.lock:
+        for raw in entity_ids:
+            entity_id = (raw or "").strip().strip("<>")
+            if entity_id and graph.resolve(entity_id) in graph.entities:
+                names[entity_id] = graph.display_name(entity_id)
+        if people:
+            for record in graph.entities.values():
+                if record.kind == KIND_PERSON and record.name and graph.resolve(record.entity_id) == record.entity_id:
+                    names.setdefault(record.entity_id, record.name)
+    return names
 
 
 def graph_stats(graph: MemoryGraph) -> Stats:

@@ -2,7 +2,7 @@
 
 Subscribes /m3/faces, /m3/voices, /m3/entity_matches (and optionally a camera topic for keyframes),
 groups evidence into clip windows on the stream clock, stores each closed clip (one transaction) and
-publishes it on /m3/memory/clips; serves /m3/memory/{search_node,search_clip,get_entity,get_stats}.
+publishes it on /m3/memory/clips; serves /m3/memory/{search_node,search_clip,get_entity,get_names,get_stats}.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 
 from m3_interfaces.msg import ClipMemory, Entity, EntityMatch, FaceTracks, VoiceSegment
-from m3_interfaces.srv import GetEntity, GetStats, SearchClip, SearchNode
+from m3_interfaces.srv import GetEntity, GetNames, GetStats, SearchClip, SearchNode
 from m3_memory import errors
 from m3_memory.assembly import clip_ingester, clip_windows, make_memorizer, memory_location, open_memory
 from m3_memory.clip_window import ClipWindows
@@ -113,6 +113,7 @@ class MemoryNode(ManagedNode):
             (SearchNode, "search_node", self._search_node),
             (SearchClip, "search_clip", self._search_clip),
             (GetEntity, "get_entity", self._get_entity),
+            (GetNames, "get_names", self._get_names),
             (GetStats, "get_stats", self._get_stats),
         ):
             self.live(
@@ -154,7 +155,8 @@ class MemoryNode(ManagedNode):
             )
 
     def _on_voice(self, msg: VoiceSegment) -> None:
-        if not msg.voice_id or not self._valid_id(msg.voice_id, ("voice",)):
+        # No voice id: the speaker is uncertain; the line is kept and names nobody (name_mentions).
+        if msg.voice_id and not self._valid_id(msg.voice_id, ("voice",)):
             return
         self._add(
             VoiceEvidence(
@@ -354,6 +356,15 @@ class MemoryNode(ManagedNode):
                 crop_jpeg=view.crop_jpeg,
             )
             response.error_code = GetEntity.Response.OK
+        except Exception as error:  # noqa: BLE001 - every failure becomes an error code
+            return self._fail(response, error)
+        return response
+
+    def _get_names(self, request: GetNames.Request, response: GetNames.Response) -> GetNames.Response:
+        try:
+            names = self._require_memory().search.get_names(list(request.entity_ids), bool(request.people))
+            response.entity_ids, response.names = list(names), list(names.values())
+            response.error_code = GetNames.Response.OK
         except Exception as error:  # noqa: BLE001 - every failure becomes an error code
             return self._fail(response, error)
         return response

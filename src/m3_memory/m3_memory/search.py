@@ -18,7 +18,7 @@ import numpy as np
 from m3_memory import errors
 from m3_memory.as_of import AsOfError, check_as_of
 from m3_memory.embedder import TextEmbedder
-from m3_memory.entity_view import entity_view, graph_stats
+from m3_memory.entity_view import entity_names, entity_view, graph_stats
 from m3_memory.errors import MemoryApiError
 from m3_memory.graph import MemoryGraph
 from m3_memory.records import (
@@ -386,6 +386,9 @@ class MemorySearch:
     # -- get_entity / get_stats -------------------------------------------------------------------
     def get_entity(self, entity_id: str) -> EntityView:
         return entity_view(self.graph, entity_id)
+
+    def get_names(self, entity_ids: list[str], people: bool = False) -> dict[str, str]:
+        return entity_names(self.graph, entity_ids, people)
 
     def get_stats(self) -> Stats:
         return graph_stats(self.graph)

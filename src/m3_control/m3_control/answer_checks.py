@@ -1,0 +1,175 @@
+"""Answer checks on evidence: no person's name and no fact that the memories retrieved for the goal do not hold.
+
+Why: a small model that reads "<voice_3> says: I play the cello" next to "Priya plays the violin"
+answers "Who plays the cello?" with "Priya", and asked about something memory does not hold yet it
+writes a plausible fact ("Bob's dog is named Charlie.") from nothing. The loop runs these checks on
+every model answer (loop.py); a back-end that only quotes memory (the extractive reasoner) opts out.
+
+Names. A capitalised word of the answer is a person's name when memory knows a person by it (its
+learnt names, memory's get_names with people) or, when the question asks about a person ("who",
+"whose", "name", "which person", "anyone", ...), when it is a capitalised word that nothing the
+robot knows explains: not in the question, not a word of the evidence texts (in any case), not a
+sentence-start function word, weekday or month. A name is supported when memory attaches it to an
+entity of the memories its clause rests on (the retrieved memories sharing the most of the clause's
+words; an entity is an id such a memory mentions or is about, named by memory or by a retrieved
+"<face_1> is named Alice" memory), or when the question itself says it ("What is Emma's job?" ->
+"Emma is a chef"). Any other person's name is unsupported: "Priya plays the cello" when the cello
+memory is about an unnamed <voice_3>, even though Priya's violin memory was retrieved too.
+
+Facts. An answer to a goal that retrieved nothing says it does not know ("my memory holds nothing
+about that yet"); so does an answer none of whose new words (content words not in the question)
+appear in the evidence texts with names rendered (capitalised words: the name check). Short
+answers without new content words ("Yes, she did.") and "I don't know" answers pass; a command with
+a valid plan is not checked (skills.py). An answer that fails this is not sent back for its names.
+"""
+
+from __future__ import annotations
+
+import re
+
+from m3_control.memory_client import Memory
+from m3_control.names import ANSWER_ID_RE, UNNAMED, names_from, with_names
+
+NOTHING_YET = "I don't know: my memory holds nothing about that yet."
+NOT_SUPPORTED = "I don't know: nothing in my memory says that."
+UNNAMED_POSSESSIVE = "someone's"
+
+DONT_KNOW_RE = re.compile(r"\b(?:don'?t|do not|does not|doesn'?t|not) know\b|\b(?:can'?t|cannot) tell\b", re.I)
+PERSON_QUESTION_RE = re.compile(
+    r"\b(?:who|whom|whose|name|names|named|called|anyone|anybody|someone|somebody|everyone|everybody|"
+    r"which (?:person|people|one|man|woman|men|women|guest|guests|of (?:them|us|you)))\b",
+    re.I,
+)
+CAPITALISED_RE = re.compile(r"\b([A-Z][a-z]+(?:-[A-Z][a-z]+)?)('s)?\b")
+SENTENCE_START_RE = re.compile(r"(?:^|[.!?:;\"]\s*)$")
+# Capitalised words that are not names (sentence starts, titles of time), whatever memory holds.
+NOT_NAMES = set(
+    "i a an the this that these those it its he she they we you his her their our your my me him them us there here "
+    "someone somebody nobody noone none no yes everyone everybody anyone anybody both all each one two three some "
+    "sorry unfortunately according based since because as after before when while then also and but or so if in on "
+    "at by for from with without about to of memory robot person people monday tuesday wednesday thursday friday "
+    "saturday sunday january february march april may june july august september october november december ok okay "
+    "well what who whom whose where which why how mr mrs ms dr".split()
+)
+STOP = set(
+    "the a an is are was were be been am of to in on at by for with and or but not do does did done what who whom "
+    "whose where when which why how you your me my it its this that these those there here have has had he she they "
+    "we his her their our him them us yes no i one ones person people someone somebody something thing things also "
+    "just very".split()
+)
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", re.sub(r"'s\b", "", text.lower())) if w not in STOP}
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def asks_about_person(question: str) -> bool:
+    """Whether the question asks for a person (who, whose, a name, which person, anyone ...)."""
+    return bool(PERSON_QUESTION_RE.search(question))
+
+
+def says_dont_know(answer: str) -> bool:
+    """Whether the answer says it does not know (the stand-in for an unnamed person does not count)."""
+    return bool(DONT_KNOW_RE.search(answer.replace(UNNAMED, "someone")))
+
+
+def evidence_ids(evidence: list[Memory]) -> set[str]:
+    """Entity ids the evidence is about: ids its texts mention, its entity_ids, and entities retrieved."""
+    ids: set[str] = set()
+    for memory in evidence:
+        ids.update(memory.entity_ids)
+        ids.update(m.group(1) or m.group(2) for m in ANSWER_ID_RE.finditer(memory.text))
+        if ANSWER_ID_RE.fullmatch(memory.node_id):
+            ids.add(memory.node_id)
+    return ids
+
+
+def supported_names(evidence: list[Memory], names: dict[str, str]) -> set[str]:
+    """Names memory attaches to an entity of the evidence (its learnt names, then retrieved "is named" memories)."""
+    attached = {**names_from(evidence), **{k: v for k, v in names.items() if v}}
+    return {attached[e] for e in evidence_ids(evidence) if attached.get(e)}
+
+
+def claim_memories(clause: str, question: str, evidence: list[Memory], names: set[str]) -> list[Memory]:
+    """The memories a clause of the answer rests on: those sharing the most of its content words (names
+    left out; the question's words when the clause has none, as in "Priya."); all evidence when none shares one."""
+    words = {_stem(w) for w in _words(clause) if w.capitalize() not in names and len(w) > 2}
+    if not words:
+        words = {_stem(w) for w in _words(question) if w.capitalize() not in names and len(w) > 2}
+    scored = [(len(words & {_stem(w) for w in _words(m.text)}), m) for m in evidence]
+    best = max((score for score, _ in scored), default=0)
+    return [m for score, m in scored if score == best] if best else list(evidence)
+
+
+def unsupported_names(
+    answer: str, question: str, evidence: list[Memory], names: dict[str, str], people: dict[str, str]
+) -> list[str]:
+    """Person names in the answer that memory does not attach to an entity of the memories the claim
+    rests on (rules above). names: entity id -> name memory knows for the ids seen; people: every named
+    person of memory."""
+    known = {n for n in [*names.values(), *people.values(), *names_from(evidence).values()] if n}
+    asked = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z-]*", question)}
+    evidence_words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z-]*", " ".join(m.text for m in evidence))}
+    about_person = asks_about_person(question)
+    found: list[str] = []
+    for match in CAPITALISED_RE.finditer(answer):
+        word = match.group(1)
+        if word in found or word.lower() in asked or word.lower() in NOT_NAMES:
+            continue
+        if word not in known and not (about_person and word.lower() not in evidence_words):
+            continue  # not a person's name: a place, a thing, a word the memories use
+        start = max(answer.rfind(c, 0, match.start()) for c in ".;!?,")
+        ends = [i for i in (answer.find(c, match.end()) for c in ".;!?,") if i >= 0]
+        clause = answer[start + 1 : min(ends, default=len(answer))]
+        if word not in supported_names(claim_memories(clause, question, evidence, known), names):
+            found.append(word)
+    return found
+
+
+def replace_names(answer: str, invented: list[str]) -> str:
+    """The answer with each unsupported name replaced by UNNAMED ("X's" by "someone's")."""
+    if not invented:
+        return answer
+    pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in invented) + r")('s)?\b")
+
+    def replaced(match: re.Match) -> str:
+        text = UNNAMED_POSSESSIVE if match.group(2) else UNNAMED
+        if SENTENCE_START_RE.search(answer[: match.start()]):
+            text = text[0].upper() + text[1:]
+        return text
+
+    return pattern.sub(replaced, answer)
+
+
+def names_feedback(invented: list[str], supported: set[str]) -> str:
+    """The re-ask for an answer naming people the evidence does not: which names it supports, what to do."""
+    said = ", ".join(invented)
+    others = sorted(supported - set(invented))
+    allowed = f" (the names memory gives the people found: {', '.join(others)})" if others else ""
+    return (
+        f"(Your answer says {said}, but the memories it rests on do not give that name to the person "
+        f"they are about{allowed}. Answer again without that name: describe the person by what the memories "
+        'say ("the person who plays the cello") or say that you don\'t know their name.)'
+    )
+
+
+def unsupported_fact(answer: str, question: str, evidence: list[Memory], names: dict[str, str]) -> str:
+    """ "" when the answer may stand, else the "I don't know" answer to give instead (rules above)."""
+    if says_dont_know(answer):
+        return ""
+    if not evidence:
+        return NOTHING_YET
+    said = CAPITALISED_RE.sub(" ", ANSWER_ID_RE.sub(" ", answer).replace(UNNAMED, " "))  # names: the name check
+    new = {_stem(w) for w in _words(said) if len(w) > 2} - {_stem(w) for w in _words(question)}
+    if not new:
+        return ""
+    rendered = {**names_from(evidence), **{k: v for k, v in names.items() if v}}
+    have = {_stem(w) for m in evidence for w in _words(with_names(m.text, rendered, ANSWER_ID_RE))}
+    return "" if new & have else NOT_SUPPORTED
