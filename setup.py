@@ -11,7 +11,7 @@ setup(
     version="0.1.0",
     # Only the root package: src/ holds the other colcon packages.
     packages=find_packages(include=[PACKAGE, f"{PACKAGE}.*"]),
-    package_data={PACKAGE: ["demo/*.yaml", "view/*.j2"]},
+    package_data={PACKAGE: ["demo/*.yaml", "demo/episodes/*/*.yaml", "view/*.j2"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),

@@ -214,6 +214,7 @@ BENCHMARKS = {
     "fleet": "m3_memory.bench_fleet",
     "control": "m3_control.bench",
     "replay": "m3_agent.replay_bench",
+    "identity": "m3_agent.identity_bench",
 }
 
 

@@ -12,7 +12,9 @@ local llama.cpp server, started before the clock starts). The last stdout line i
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import sys
 import tempfile
 import time
@@ -40,48 +42,90 @@ def _percentile(values: list[float], q: float) -> float:
     return round(float(np.percentile(values, q)), 3) if values else 0.0
 
 
-def run(args: argparse.Namespace, llm) -> dict:
-    from m3_agent.bringup import default_params_file
-    from m3_agent.demo.generate import generate
-    from m3_agent.evaluation import annotations, report
-    from m3_agent.evaluation.runner import evaluate
+def render_episode(out: Path, script: str | Path | None, voice_cache: Path, reuse: bool = False) -> dict:
+    """episode.mp4, truth.json and questions.json in out (paths returned, with "fresh"). reuse: keep
+    the files while the script and the generator are unchanged (their hash is kept beside them)."""
+    from m3_agent.demo import generate as generator
+    from m3_agent.demo import timeline
+
+    path = Path(script or generator.default_script())
+    digest = hashlib.sha256(path.read_bytes())
+    for module in (generator, timeline):  # a change to the generator renders anew
+        digest.update(Path(module.__file__).read_bytes())
+    stamp = out / "script.sha256"
+    paths = {
+        "video": str(out / "episode.mp4"),
+        "truth": str(out / "truth.json"),
+        "questions": str(out / "questions.json"),
+    }
+    if (
+        reuse
+        and stamp.exists()
+        and stamp.read_text() == digest.hexdigest()
+        and all(map(os.path.exists, paths.values()))
+    ):
+        return {**paths, "fresh": False}
+    stamp.unlink(missing_ok=True)
+    paths = generator.generate(out, path, cache_dir=voice_cache)
+    stamp.write_text(digest.hexdigest())
+    return {**paths, "fresh": True}
+
+
+def record_and_replay(out: Path, episode: dict, params_file: str, overrides: dict) -> dict:
+    """Record the episode's video into out/bag and replay it into out/episodes/<id>/memory; the
+    replay report plus record_s, replay_s (the timed part) and memory_dir."""
+    from m3_agent.evaluation import annotations
     from m3_agent.recording.video2bag import convert
     from m3_agent.replay import replay
+
+    started = time.perf_counter()
+    convert(episode["video"], out / "bag")
+    recorded = time.perf_counter()
+    questions = annotations.load(episode["questions"])
+    memory_dir = out / "episodes" / questions[0].episode_id / "memory"
+    replayed = replay(out / "bag", memory_dir, params_file, overrides=overrides)
+    ready = time.perf_counter()
+    return {**replayed, "record_s": recorded - started, "replay_s": ready - recorded, "memory_dir": str(memory_dir)}
+
+
+def ask_questions(out: Path, questions_file: str, params_file: str, overrides: dict) -> tuple[list[dict], str]:
+    """Every question of the episode asked anew through the Instruct action; (records, judge method)."""
+    from m3_agent.evaluation import annotations
+    from m3_agent.evaluation.runner import evaluate
     from m3_control.judge import make_judge
+
+    answers = out / "answers.jsonl"
+    answers.unlink(missing_ok=True)  # the runner skips questions already answered there
+    judge, method = make_judge("", "", 0.0, "")
+    records = evaluate(
+        annotations.load(questions_file), out / "episodes", answers, judge, method, params_file, overrides=overrides
+    )
+    return records, method
+
+
+def run(args: argparse.Namespace, llm) -> dict:
+    from m3_agent.bringup import default_params_file
+    from m3_agent.evaluation import report
 
     params_file = args.params_file or default_params_file()
     with tempfile.TemporaryDirectory(prefix="m3_bench_replay_") as scratch:
         out = Path(args.out or scratch)
         out.mkdir(parents=True, exist_ok=True)
         print("generating the demo episode ...", file=sys.stderr)
-        episode = generate(out, args.episode, cache_dir=out / ".voice_cache")
-        started = time.perf_counter()
-        convert(episode["video"], out / "bag")
-        recorded = time.perf_counter()
-        questions = annotations.load(episode["questions"])
-        memory_dir = out / "episodes" / questions[0].episode_id / "memory"
+        episode = render_episode(out, args.episode, out / ".voice_cache")
         overrides = llm.merged()
-        replayed = replay(out / "bag", memory_dir, params_file, overrides=overrides)
+        replayed = record_and_replay(out, episode, params_file, overrides)
         ready = time.perf_counter()
-        judge, method = make_judge("", "", 0.0, "")
-        records = evaluate(
-            questions,
-            out / "episodes",
-            out / "answers.jsonl",
-            judge,
-            method,
-            params_file,
-            overrides=overrides,
-        )
+        records, method = ask_questions(out, episode["questions"], params_file, overrides)
         asked = time.perf_counter()
         summary = report.summarize(records)
     seconds = [float(r.get("seconds", 0.0)) for r in records]
     return {
         "llm": llm.mode,
         "episode_s": replayed["stream_s"],
-        "realtime_factor": round(replayed["stream_s"] / (ready - started), 3),
-        "record_s": round(recorded - started, 3),
-        "replay_s": round(ready - recorded, 3),
+        "realtime_factor": round(replayed["stream_s"] / (replayed["record_s"] + replayed["replay_s"]), 3),
+        "record_s": round(replayed["record_s"], 3),
+        "replay_s": round(replayed["replay_s"], 3),
         "questions": summary["questions"],
         "accuracy": round(summary["accuracy"], 4),
         "accuracy_by_type": {t: round(v["accuracy"], 4) for t, v in summary["by_type"].items()},

@@ -2,7 +2,8 @@
 
 Everything comes from installed packages: photographs shipped with scikit-image and matplotlib,
 voices from Debian's Festival and espeak-ng. The generator also writes the ground truth (who
-speaks when, who is visible) and the questions in M3-Bench's annotation format.
+speaks when, who is visible) and the questions in M3-Bench's annotation format. The script format
+(line gaps, overlap, people only heard or off-camera, `named`) and the timeline are in timeline.py.
 """
 
 from __future__ import annotations
@@ -13,45 +14,29 @@ import math
 import shutil
 import subprocess
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import yaml
 
+from m3_agent.demo.timeline import (  # noqa: F401  (re-exported: the generator's public names)
+    AUDIO_RATE_HZ,
+    EpisodeTruth,
+    Scene,
+    Utterance,
+    all_lines,
+    plan_episode,
+    validate,
+)
 from m3_agent.recording.video_writer import write_video
 
-AUDIO_RATE_HZ = 16000
 CLIP_SECONDS = 30
 
 
 def default_script() -> Path:
     return Path(str(resources.files("m3_agent.demo").joinpath("episode.yaml")))
-
-
-@dataclass
-class Utterance:
-    person: str
-    text: str
-    start_s: float
-    end_s: float
-
-
-@dataclass
-class Scene:
-    present: list[str]
-    start_s: float
-    end_s: float
-
-
-@dataclass
-class EpisodeTruth:
-    episode_id: str
-    duration_s: float
-    people: dict[str, dict]
-    utterances: list[Utterance] = field(default_factory=list)
-    scenes: list[Scene] = field(default_factory=list)
 
 
 def load_photo(spec: str) -> np.ndarray:
@@ -112,42 +97,16 @@ def synthesize(voice: str, text: str, cache_dir: Path) -> np.ndarray:
     return mono
 
 
-def plan_episode(script: dict, voices: dict[str, list[np.ndarray]]) -> tuple[EpisodeTruth, np.ndarray]:
-    """Lay the lines out on one timeline; voices[person] holds each line's audio in script order."""
-    gap_s = float(script.get("gap_s", 1.0))
-    truth = EpisodeTruth(script["episode_id"], 0.0, script["people"])
-    pieces: list[np.ndarray] = []
-    taken = {person: 0 for person in script["people"]}
-    t = 0.0
-
-    def silence(seconds: float) -> None:
-        nonlocal t
-        pieces.append(np.zeros(round(seconds * AUDIO_RATE_HZ), np.float32))
-        t += seconds
-
-    for scene in script["scenes"]:
-        start = t
-        silence(float(scene.get("silent_s", 0.0)) + gap_s)
-        for person, text in scene["lines"]:
-            audio = voices[person][taken[person]]
-            taken[person] += 1
-            truth.utterances.append(Utterance(person, text, round(t, 3), round(t + len(audio) / AUDIO_RATE_HZ, 3)))
-            pieces.append(audio)
-            t += len(audio) / AUDIO_RATE_HZ
-            silence(gap_s)
-        truth.scenes.append(Scene(list(scene["present"]), round(start, 3), round(t, 3)))
-    truth.duration_s = round(t, 3)
-    return truth, np.concatenate(pieces)
-
-
-def _crop(photo: np.ndarray, box: list[int] | None) -> np.ndarray:
+def crop_photo(photo: np.ndarray, box: list[int] | None) -> np.ndarray:
+    """The script's head-and-shoulders box [x, y, w, h] of a photo (None: the whole photo)."""
     if box is None:
         return photo
     x, y, w, h = box
     return np.ascontiguousarray(photo[y : y + h, x : x + w])
 
 
-def _portrait(photo: np.ndarray, height: int) -> np.ndarray:
+def scale_to_height(photo: np.ndarray, height: int) -> np.ndarray:
+    """The photo resized to `height` pixels, aspect kept (how a person is drawn, and matched by face)."""
     import cv2
 
     width = round(photo.shape[1] * height / photo.shape[0])
@@ -155,9 +114,12 @@ def _portrait(photo: np.ndarray, height: int) -> np.ndarray:
 
 
 def render_frames(truth: EpisodeTruth, photos: dict[str, np.ndarray], fps: int, width: int, height: int):
-    """Yield RGB frames: the speaker large in the middle, the others present smaller beside."""
-    big = {p: _portrait(img, int(height * 0.62)) for p, img in photos.items()}
-    small = {p: _portrait(img, int(height * 0.36)) for p, img in photos.items()}
+    """Yield RGB frames: the speaker large in the middle, the others present smaller beside.
+
+    Only people with a photo who are present are drawn: a speaker who is only heard, or who speaks
+    from outside the scene (off-camera), leaves the frame to those present."""
+    big = {p: scale_to_height(img, int(height * 0.62)) for p, img in photos.items()}
+    small = {p: scale_to_height(img, int(height * 0.36)) for p, img in photos.items()}
     gradient = np.linspace(200, 120, height, dtype=np.float32)[:, None, None] * np.array([1.0, 0.95, 0.85])
     background = np.broadcast_to(gradient, (height, width, 3)).astype(np.uint8).copy()
     background[int(height * 0.8) :] = (110, 90, 70)  # the floor
@@ -167,6 +129,8 @@ def render_frames(truth: EpisodeTruth, photos: dict[str, np.ndarray], fps: int, 
         frame = background.copy()
         scene = next((s for s in truth.scenes if s.start_s <= t < s.end_s), truth.scenes[-1])
         speaker = next((u.person for u in truth.utterances if u.start_s <= t < u.end_s), None)
+        if speaker not in scene.present or speaker not in photos:
+            speaker = None
         others = [p for p in scene.present if p != speaker]
         slots = np.linspace(0.2, 0.8, max(1, len(others))) if speaker is None else [0.13, 0.87][: len(others)]
         placed = [(p, small[p] if speaker else big[p], x) for p, x in zip(others, slots, strict=False)]
@@ -183,7 +147,7 @@ def render_frames(truth: EpisodeTruth, photos: dict[str, np.ndarray], fps: int, 
 
 def question_set(script: dict, truth: EpisodeTruth) -> dict:
     """The questions in M3-Bench robot.json format (timestamp "MM:SS", before_clip)."""
-    lines = [(si, li) for si, scene in enumerate(script["scenes"]) for li in range(len(scene["lines"]))]
+    lines = [(si, li) for si, li, _ in all_lines(script)]
     qa_list = []
     for number, item in enumerate(script["questions"], start=1):
         if item["at"] == "end":
@@ -209,14 +173,21 @@ def generate(out_dir: str | Path, script_path: str | Path | None = None, cache_d
     """Write episode.mp4, truth.json and questions.json into out_dir; return their paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    script = yaml.safe_load(Path(script_path or default_script()).read_text())
+    path = Path(script_path or default_script())
+    script = yaml.safe_load(path.read_text())
+    problems = validate(script)
+    if problems:
+        raise ValueError(f"episode script {path}: " + "; ".join(problems))
     cache = Path(cache_dir) if cache_dir else out_dir / ".voice_cache"
     voices: dict[str, list[np.ndarray]] = {person: [] for person in script["people"]}
-    for scene in script["scenes"]:
-        for person, text in scene["lines"]:
-            voices[person].append(synthesize(script["people"][person]["voice"], text, cache))
+    for _, _, line in all_lines(script):
+        voices[line.person].append(synthesize(script["people"][line.person]["voice"], line.text, cache))
     truth, audio = plan_episode(script, voices)
-    photos = {person: _crop(load_photo(spec["photo"]), spec.get("crop")) for person, spec in script["people"].items()}
+    photos = {
+        person: crop_photo(load_photo(spec["photo"]), spec.get("crop"))
+        for person, spec in script["people"].items()
+        if spec.get("photo")  # a person without a photo is only heard
+    }
     frames = render_frames(truth, photos, script["fps"], script["width"], script["height"])
     video = write_video(out_dir / "episode.mp4", frames, script["fps"], audio, AUDIO_RATE_HZ)
     (out_dir / "truth.json").write_text(json.dumps(asdict(truth), indent=1))
