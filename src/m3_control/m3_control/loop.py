@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from m3_control.answer_checks import (
+    evidence_ids,
     names_feedback,
     replace_names,
     supported_names,
@@ -163,13 +164,7 @@ def _name_ids(state: LoopState, ids: set[str], memory: MemoryClient, said: dict[
 def _learn_names(state: LoopState, memories: list[Memory], memory: MemoryClient) -> None:
     """Names for the entity ids of newly retrieved memories. Why: search_node returns its texts with
     ids, and a small model shown "<voice_2> says" answers with the id or cannot join it to the person."""
-    ids: set[str] = set()
-    for item in memories:
-        ids.update(item.entity_ids)
-        ids.update(m.group(1) or m.group(2) for m in ANSWER_ID_RE.finditer(item.text))
-        if ANSWER_ID_RE.fullmatch(item.node_id):
-            ids.add(item.node_id)
-    _name_ids(state, ids, memory, names_from(memories))
+    _name_ids(state, evidence_ids(memories), memory, names_from(memories))
 
 
 def _resolved(state: LoopState, text: str, memory: MemoryClient) -> str:

@@ -282,7 +282,15 @@ class OpenAIMemorizer:
         cues = cue_mentions(view.turns)
         placed = self._names(reply, view, cues, clip.clip_index)
         names = list(dict.fromkeys((label, name) for _, name, label in placed if label in labels))
-        names += [(label, name) for label, raw in reply.names if (name := said_name(raw, view.transcripts))]
+        # The model's own label for a name only counts for a name the cue words read on no line: where
+        # they did, the turns placed it (or, for someone mentioned or absent, gave it to no one), and the
+        # small model's label is the reading that gives an addressed name to the speaker.
+        read = {name.casefold() for _, name, _, _ in cues} | {name.casefold() for _, name, _ in placed}
+        names += [
+            (label, name)
+            for label, raw in reply.names
+            if (name := said_name(raw, view.transcripts)) and name.casefold() not in read
+        ]
         names = [pair for pair in dict.fromkeys(names) if pair[0] in labels]
         out.names.extend(names)
         texts = {d.text for d in out.drafts}
