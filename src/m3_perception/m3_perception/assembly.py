@@ -35,7 +35,8 @@ DEFAULT_SPEAKER_BACKEND = "campplus"  # node_parameters' speaker_backend default
 # ≤ 0.31 → 0.45. resemblyzer: same 0.64-0.93, different up to 0.70 (they overlap; 0.75 was chosen
 # on synthetic voices). eres2netv2: the reference system's "voice cosine >= 0.6 joins a voice"
 # (not measured here: no weights). Both CAM++ figures leave out two_cities–beckett, which CAM++
-# puts 0.75 apart (whole recordings), far above every other pair: possibly one reader.
+# puts 0.75 apart (whole recordings), far above every other pair: very likely one reader (so the
+# conversations no longer count beckett as a speaker of their own, real_speech.conversation_sources).
 VOICE_MATCH_COSINE = {"campplus": 0.45, "resemblyzer": 0.75, "eres2netv2": 0.60}
 # turn_change_cosine: adjacent 1 s windows of one speaker (CAM++ min 0.30, p1 0.32; resemblyzer
 # min 0.62) against windows of different speakers (CAM++ p95 0.20, max 0.36; resemblyzer up to

@@ -3,8 +3,8 @@ thresholds were chosen from (README, Speaker model).
 
     python -m m3_perception.speaker_cosines campplus      # or resemblyzer
 
-Material: real_speech.py's speakers (LibriVox reader, two_cities, beckett, clone-test, cards) and
-pocketsphinx-testdata's goforward. Utterances: stretches of speech between pauses ≥ 0.3 s lasting
+Material: real_speech.py's conversation speakers (LibriVox reader, two_cities, the pocketsphinx raw
+recordings' reader, clone-test, cards) and moonshine's beckett. Utterances: stretches of speech between pauses ≥ 0.3 s lasting
 ≥ 1 s. Pieces (2 s) and windows (`--window`, default 1 s, non-overlapping) are cut from each
 recording with its pauses shortened to 0.25 s (`real_speech.compact`). The pair two_cities–beckett
 is reported apart: CAM++ puts them as close as one speaker's utterances.
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from m3_perception.real_speech import compact, conversation_sources, phrases, raw_clip, speech_units
+from m3_perception.real_speech import compact, conversation_sources, moonshine_asset, phrases, speech_units
 
 RATE = 16000
 SUSPECT = frozenset({"two_cities", "beckett"})
@@ -39,7 +39,7 @@ def material(encoder, window_s: float) -> dict[str, list[Item]]:
 
     vad = SileroVad()
     sources = conversation_sources()
-    sources["goforward"] = [raw_clip("goforward")]
+    sources["beckett"] = [moonshine_asset("beckett")]
     out: dict[str, list[Item]] = {"utterances": [], "2 s pieces": [], f"{window_s:g} s windows": []}
     for speaker, recordings in sources.items():
         for rec in recordings:
