@@ -10,7 +10,8 @@ the ASR word error rate on the Festival HTS voice (`asr_wer`; all voices: `asr_w
 Real speech (real_speech.py; `asr_wer_real`, `der_real`): the configured ASR's word error rate over
 pocketsphinx-testdata's LibriVox clips, and the standard diarization error rate (collar 0.25 s,
 overlap scored) on conversations assembled from real recordings: five speakers (LibriVox reader,
-two_cities, the pocketsphinx raw recordings' reader, clone-test, cards) with back-to-back 1–3 s turns (`der_real`, as always), and
+two_cities, the pocketsphinx raw recordings' reader, clone-test, cards) with back-to-back 1–3 s
+turns (`der_real`, as always), and
 the conversational variants of bench_conversations (zero gap, overlap, backchannels, telephone,
 a two-person dialogue and call: `der_real_<variant>`, details in `conversations`), over `--seeds`.
 Every WER compares `metrics.normalize_text` of both sides.

@@ -3,11 +3,12 @@ thresholds were chosen from (README, Speaker model).
 
     python -m m3_perception.speaker_cosines campplus      # or resemblyzer
 
-Material: real_speech.py's conversation speakers (LibriVox reader, two_cities, the pocketsphinx raw
-recordings' reader, clone-test, cards) and moonshine's beckett. Utterances: stretches of speech between pauses ≥ 0.3 s lasting
-≥ 1 s. Pieces (2 s) and windows (`--window`, default 1 s, non-overlapping) are cut from each
-recording with its pauses shortened to 0.25 s (`real_speech.compact`). The pair two_cities–beckett
-is reported apart: CAM++ puts them as close as one speaker's utterances.
+Material: real_speech.py's conversation speakers (LibriVox reader, two_cities, the pocketsphinx
+raw recordings' reader, clone-test, cards) and moonshine's beckett. Utterances: stretches of speech
+between pauses >= 0.3 s lasting >= 1 s. Pieces (2 s) and windows (`--window`, default 1 s,
+non-overlapping) are cut from each recording with its pauses shortened to 0.25 s
+(`real_speech.compact`). The pair two_cities-beckett is reported apart: CAM++ puts them as close
+as one speaker's utterances.
 """
 
 from __future__ import annotations
