@@ -37,7 +37,10 @@ def voiced():
     """speaker -> that speaker's speech, pauses shortened to 0.25 s (as real_speech's conversations),
     scaled to one loudness (RMS 0.05) so level does not tell the speakers apart."""
     vad, out = SileroVad(), {}
-    for speaker, recordings in conversation_sources().items():
+    # beckett is a real reader of its own for these tests (another than clone-test and librivox); the
+    # conversations leave it out only because it very likely is two_cities' reader (real_speech.py).
+    sources = {**conversation_sources(), "beckett": [moonshine_asset("beckett")]}
+    for speaker, recordings in sources.items():
         x = np.concatenate([compact(r.samples, speech_units(r.samples, vad), 0.25)[0] for r in recordings])
         out[speaker] = (x * (0.05 / np.sqrt(np.mean(x**2)))).astype(np.float32)
     return out
