@@ -47,7 +47,10 @@ class GraphConfig:
     reinforce_threshold: float = 0.85  # cosine above which a semantic memory reinforces an existing one
     weaken_threshold: float = 0.0  # cosine below which it weakens an existing one about the same entities
     face_match_threshold: float = 0.93  # cosine for a new perception face id to join a stored face (dlib: others 0.88)
-    voice_match_threshold: float = 0.85  # cosine for a new perception voice id to join a stored voice (resemblyzer)
+    # cosine for a new perception voice id's clip centroid to join a stored voice: CAM++ (the default
+    # speaker model) puts one real speaker's utterances >= 0.75 from their centroid and different
+    # speakers <= 0.34 (perception README, Speaker model); resemblyzer needs 0.85
+    voice_match_threshold: float = 0.6
     equivalence_min_confidence: float = 0.5  # EntityMatch confidence needed to unite two persons
     equivalence_min_evidence: int = 1  # EntityMatch evidence_count needed to unite two persons
     max_face_embeddings: int = 10  # per face entity (reference: 10)

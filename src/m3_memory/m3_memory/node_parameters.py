@@ -100,8 +100,8 @@ PARAMETERS = {
         _float("cosine for a new perception face id to join a stored face entity", -1.0, 1.0),
     ),
     "voice_match_threshold": (
-        0.85,
-        _float("cosine for a new perception voice id to join a stored voice entity", -1.0, 1.0),
+        0.6,
+        _float("cosine for a new run's voice id to join a stored voice (campplus 0.6, resemblyzer 0.85)", -1.0, 1.0),
     ),
     "equivalence_min_confidence": (0.5, _float("EntityMatch confidence needed to unite two persons", 0.0, 1.0)),
     "equivalence_min_evidence": (1, _int("EntityMatch evidence_count needed to unite two persons", 1, 1000000)),
