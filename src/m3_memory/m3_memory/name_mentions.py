@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from m3_memory.name_roles import ROLES, SPEAKER, find_mentions
+from m3_memory.name_roles import ROLES, SPEAKER, find_mentions, is_cased
 
 TURN_GAP_NS = 10_000_000_000  # an answer starting this long after the line no longer answers it
 UNCERTAIN = ""  # the speaker of a line without a voice id
@@ -153,7 +153,10 @@ def resolve_mentions(turns: Turns, mentions: list[tuple[int, str, str]]) -> list
 
 def cue_mentions(turns: Turns) -> list[tuple[int, str, str, str]]:
     """(line, name, role, about) for each name the cue words read on the clip's lines (name_roles)."""
-    return [(i, m.name, m.role, m.about) for i, text in enumerate(turns.texts, 1) for m in find_mentions(text)]
+    cased = any(is_cased(text) for text in turns.texts)  # the recogniser's habit, seen over the clip
+    return [
+        (i, m.name, m.role, m.about) for i, text in enumerate(turns.texts, 1) for m in find_mentions(text, cased)
+    ]
 
 
 def cue_facts(

@@ -117,6 +117,7 @@ _DESCRIPTION = re.compile(  # what a name said with "I'm X" / "this is X" goes o
 _TITLE = re.compile(r"\b(?:dr|mr|mrs|ms|prof)\.?\s+(?=[A-Z])", re.I)  # "Dr. Okafor": the name is Okafor
 _POSSESSIVE = re.compile(r"\b(?:my|our)\b", re.I)
 _MY_RELATION = re.compile(rf"^(?:my|our) ({RELATIONS})$", re.I)
+_CONTRACTIONS = ("'ll", "'re", "'ve", "'d", "'m", "n't")  # "you'll", "they're": never a name
 RANK = {"self": 0, "introduced": 1, "addressed": 2, "mentioned": 3}  # which reading wins on one line
 
 
@@ -135,7 +136,7 @@ def clean_name(word: str, cased: bool) -> str | None:
     word = word.strip("'-")
     if word.lower().endswith("'s"):
         word = word[:-2]
-    if len(word) < 2 or word.lower() in NOT_NAMES or word.lower().endswith("ing"):
+    if len(word) < 2 or word.lower() in NOT_NAMES or word.lower().endswith(("ing", *_CONTRACTIONS)):
         return None
     if cased and not word[0].isupper():
         return None
@@ -180,11 +181,15 @@ def _relation_before(text: str, start: int) -> str:
     return f"is the {found.group(1).lower()} of {SPEAKER}" if found else ""
 
 
-def find_mentions(text: str) -> list[Mention]:
+def find_mentions(text: str, cased: bool | None = None) -> list[Mention]:
     """Each person name the line says, once, in its strongest role (self, introduced, addressed,
-    mentioned, in that order); names said without a cue word are not returned (the model reads those)."""
+    mentioned, in that order); names said without a cue word are not returned (the model reads those).
+
+    `cased`: whether the recogniser writes case, known from the other lines of the stream (None: judge
+    by this line alone). Case is the recogniser's habit, not the line's: a cased recogniser's line in
+    lower case is a fragment cut mid-sentence ("course, and you'll ..."), whose first word is no name."""
     text = _TITLE.sub("", text)
-    cased = is_cased(text)
+    cased = is_cased(text) if cased is None else cased
     found: dict[str, tuple[int, Mention]] = {}
 
     def add(name: str | None, role: str, about: str = "") -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from m3_memory.name_roles import SPEAKER, Mention, find_mentions
-from m3_memory.name_scenes import DEV, clip_of, person_names, score
+from m3_memory.name_scenes import DEV, Scene, clip_of, person_names, score
 from m3_memory.rules_memorizer import RulesMemorizer
 
 
@@ -66,3 +66,26 @@ def test_rules_over_the_development_scenes_invent_no_name_and_misplace_none():
         totals["wrong"] += result["wrong"]
         totals["invented"] += result["invented"]
     assert totals == {"wrong": 0, "invented": 0}
+
+
+def test_a_lower_case_fragment_of_a_cased_recogniser_names_no_one():
+    """Whisper writes case; a line of it that starts in lower case was cut mid-sentence ("Of course,
+    Anya" cut after "Of"), and its first word is not a name said to someone. Judged alone the line
+    looks like an uncased recogniser's, so the clip's other lines decide."""
+    fragment = "course, and you'll still know about the long years."
+    assert find_mentions(fragment) == [Mention("Course", "addressed")]  # alone: could be pocketsphinx
+    assert find_mentions(fragment, cased=True) == []
+    assert find_mentions("thanks carol do you want tea", cased=False) == [Mention("Carol", "addressed")]
+    scene = Scene(
+        "a shop: a cut line of a cased recogniser",
+        (1, 2),
+        (
+            (2, "Hello Sofia, two loaves please."),
+            (1, "course, and you'll still want no butter?"),
+            (2, "No butter, I am vegan now."),
+        ),
+        {1: "Sofia"},
+    )
+    clip, ids = clip_of(scene)
+    learned = person_names(RulesMemorizer().memorize(clip, ids, lambda e: None).names)
+    assert learned == {1: "Sofia"}
