@@ -64,13 +64,31 @@ class Driver:
         self.change = client.create_client(ChangeState, f"/{node_name}/change_state")
         self.get = client.create_client(GetState, f"/{node_name}/get_state")
         assert self.change.wait_for_service(timeout_sec=TIMEOUT_S) and self.get.wait_for_service(timeout_sec=TIMEOUT_S)
+        self._handshake()
+
+    def _handshake(self) -> None:
+        """Ask get_state (idempotent) until one answer comes back. DDS can report a service as available
+        before the server's reply writer has matched this client, and a request sent in that window is
+        answered into the void (seen in CI as a 120 s wait); once one reply arrives, both paths are matched,
+        so the transitions that follow (which must not be sent twice) are not lost."""
+        deadline = time.monotonic() + 4 * TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self._call(self.get, GetState.Request(), timeout_s=2.0) is not None:
+                return
+        raise AssertionError(f"{self.get.srv_name} never answered")
 
     @staticmethod
-    def _call(client, request):
+    def _call(client, request, timeout_s: float | None = None):
+        """The reply, or None after `timeout_s`; with no `timeout_s`, fail after 120 s (configure loads models)."""
         done = threading.Event()
         future = client.call_async(request)
         future.add_done_callback(lambda _: done.set())
-        assert done.wait(120.0), f"{client.srv_name} did not answer"  # configure loads models
+        if timeout_s is not None:
+            if done.wait(timeout_s):
+                return future.result()
+            client.remove_pending_request(future)
+            return None
+        assert done.wait(120.0), f"{client.srv_name} did not answer"
         return future.result()
 
     def set(self, label: str) -> bool:
