@@ -35,6 +35,13 @@ from m3_memory.name_roles import ROLES, SPEAKER, find_mentions, is_cased
 
 TURN_GAP_NS = 10_000_000_000  # an answer starting this long after the line no longer answers it
 UNCERTAIN = ""  # the speaker of a line without a voice id
+# A line that opens by answering ("thanks, Rosa", "yes, Omar", "sorry, Ana") speaks to the one who just
+# talked, not to the next speaker: thanking and answering respond to a turn, they do not open one.
+RESPONSE = re.compile(
+    r"^\W*(?:thanks|thank you|cheers|yes|yeah|no|okay|ok|sure|right|sorry|of course|you're welcome|fine|"
+    r"good|great|alright|all right)\b",
+    re.I,
+)
 THIRD_PERSON = re.compile(r"^\W*(?:(?:no|yes|sorry|oh|um|uh|well),?\s+)*(?:he|she|they)(?:'s|'re|'ll|\s)", re.I)
 
 
@@ -69,7 +76,11 @@ class Turns:
         if role == "introduced" and listener is not None:
             excluded.add(self.person(listener))
         after = [j for j in range(i + 1, len(self.speakers)) if not self._late(i, j)]
-        for candidates in (after, list(range(i - 1, -1, -1))):
+        before = list(range(i - 1, -1, -1))
+        order = (after, before)
+        if role == "addressed" and self._responds(i):  # answered: the one who talked just before
+            order = ([j for j in before if not self._late(j, i)], after, before)
+        for candidates in order:
             found = next((j for j in candidates if self.person(self.speakers[j]) not in excluded), None)
             if found is not None and role == "addressed" and found > i and self._for_someone_else(found):
                 return None  # "Zeynep!" / "She's still asleep": the one who answers is not the one called
@@ -80,6 +91,10 @@ class Turns:
             return next(iter(seen.values())) if len(seen) == 1 else None
         others = {self.person(e): e for e in self.present if e and self.person(e) not in excluded}
         return next(iter(others.values())) if len(others) == 1 else None
+
+    def _responds(self, i: int) -> bool:
+        """Line i opens with an answer or thanks ("Thanks, Rosa."): its name is the previous speaker's."""
+        return bool(self.texts) and RESPONSE.match(self.texts[i]) is not None
 
     def _for_someone_else(self, j: int) -> bool:
         """Line j answers in the third person ("she's asleep", "he left"): it speaks for the one called."""

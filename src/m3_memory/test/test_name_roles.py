@@ -89,3 +89,24 @@ def test_a_lower_case_fragment_of_a_cased_recogniser_names_no_one():
     clip, ids = clip_of(scene)
     learned = person_names(RulesMemorizer().memorize(clip, ids, lambda e: None).names)
     assert learned == {1: "Sofia"}
+
+
+def test_a_name_said_in_thanks_goes_to_the_one_who_spoke_before_not_to_the_next_speaker():
+    """ "Thanks, Rosa." answers Rosa's turn, even when someone else talks straight after it; a name
+    that opens a turn ("Mateo, did you ...?") still selects the next speaker."""
+    scene = Scene(
+        "a kitchen: thanks, then a third person cuts in",
+        (1, 2, 3),
+        (
+            (3, "Here is the ladder. Which lamp is broken?"),
+            (1, "The one above the dining table."),
+            (3, "Thanks, Rosa. I will change the bulb after dinner."),
+            (2, "Dad, can you drive me to practice on Saturday?"),
+            (1, "Mateo, did you finish your homework?"),
+            (2, "Almost, one page left."),
+        ),
+        {1: "Rosa", 2: "Mateo"},
+    )
+    clip, ids = clip_of(scene)
+    learned = person_names(RulesMemorizer().memorize(clip, ids, lambda e: None).names)
+    assert learned == {1: "Rosa", 2: "Mateo"}
