@@ -169,9 +169,7 @@ def resolve_mentions(turns: Turns, mentions: list[tuple[int, str, str]]) -> list
 def cue_mentions(turns: Turns) -> list[tuple[int, str, str, str]]:
     """(line, name, role, about) for each name the cue words read on the clip's lines (name_roles)."""
     cased = any(is_cased(text) for text in turns.texts)  # the recogniser's habit, seen over the clip
-    return [
-        (i, m.name, m.role, m.about) for i, text in enumerate(turns.texts, 1) for m in find_mentions(text, cased)
-    ]
+    return [(i, m.name, m.role, m.about) for i, text in enumerate(turns.texts, 1) for m in find_mentions(text, cased)]
 
 
 def cue_facts(
