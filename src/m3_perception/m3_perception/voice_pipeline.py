@@ -183,7 +183,13 @@ class VoicePipeline:
             end = u.end if k == len(pieces) - 1 else u.first + b
             if len(pieces) > 1:
                 start, end = self._voiced_span(start, end)
-            events.append(self._turn(u.samples[start - u.first : end - u.first], start, end, overlap))
+            # Speech recognition hears the turn with up to pad_s more on each side, within its piece: the
+            # VAD reaches its threshold a frame or more into a word, and a first word cut at its onset is
+            # lost ("Mum, I can't eat" was heard as "I can't eat"; 7 of 8 vocatives, README).
+            pad = int(self.p.segmenter.pad_s * RATE)
+            heard = (max(a, start - u.first - pad), min(b, end - u.first + pad))
+            x = u.samples[start - u.first : end - u.first]
+            events.append(self._turn(x, start, end, overlap, u.samples[heard[0] : heard[1]]))
         return events
 
     def _pieces(self, u: Utterance) -> list[tuple[int, int, bool]]:
@@ -220,7 +226,11 @@ class VoicePipeline:
         self.timings_ms["turns"] += (time.perf_counter() - t0) * 1000
         return [(offset + a, offset + b, False) for a, b in cut]
 
-    def _turn(self, x: np.ndarray, start_i: int, end_i: int, overlap: bool = False) -> VoiceEvent:
+    def _turn(
+        self, x: np.ndarray, start_i: int, end_i: int, overlap: bool = False, heard: np.ndarray | None = None
+    ) -> VoiceEvent:
+        """The event of one turn: `x` its voiced samples (embedded), `heard` what is transcribed (x and
+        the padding around it; x when None)."""
         t0 = time.perf_counter()
         emb = self.encoder.encode(x if len(x) >= MIN_SAMPLES else np.pad(x, (0, MIN_SAMPLES - len(x))))
         self.timings_ms["speaker"] += (time.perf_counter() - t0) * 1000
@@ -234,7 +244,7 @@ class VoicePipeline:
         text = Transcript("", 0.0)
         if self.asr is not None:
             try:
-                text = self.asr.transcribe(x)
+                text = self.asr.transcribe(x if heard is None else heard)
             except Exception as e:
                 if self.on_asr_error is None:
                     raise
