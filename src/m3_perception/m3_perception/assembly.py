@@ -240,6 +240,7 @@ def build_pipelines(
         build_asr(p, log),
         VoiceParams(
             match_cosine=p["voice_match_cosine"],
+            match_cosine_narrowband=p["voice_match_cosine_narrowband"],
             segmenter=SegmenterParams(
                 threshold=p["vad_threshold"],
                 neg_threshold=max(0.01, p["vad_threshold"] - 0.15),

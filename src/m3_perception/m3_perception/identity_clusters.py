@@ -67,11 +67,12 @@ class IdentityClusters:
                 best, best_d = ident.id, d
         return best, best_d
 
-    def assign(self, emb: np.ndarray, stamp: float) -> tuple[str, bool]:
-        """Return (identity id, created?) for one unit embedding observed at `stamp`."""
+    def assign(self, emb: np.ndarray, stamp: float, max_distance: float | None = None) -> tuple[str, bool]:
+        """Return (identity id, created?) for one unit embedding observed at `stamp` (`max_distance`:
+        this observation's own threshold, e.g. for audio of another channel; None: the clusters')."""
         emb = np.asarray(emb, np.float32)
         ident_id, d = self.nearest(emb)
-        created = ident_id is None or d > self.max_distance
+        created = ident_id is None or d > (self.max_distance if max_distance is None else max_distance)
         if created:
             ident_id = f"{self.prefix}_{len(self.identities) + 1}"
             self.identities[ident_id] = IdentityState(ident_id, stamp, stamp)

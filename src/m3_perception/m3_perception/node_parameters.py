@@ -105,6 +105,15 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
             1.0,
         ),
     ),
+    "voice_match_cosine_narrowband": (
+        0.55,
+        _float(
+            "min cosine of one voice for turns heard through a narrow-band (telephone) channel, which brings "
+            "different speakers closer (campplus 0.55; used only when above voice_match_cosine)",
+            0.0,
+            1.0,
+        ),
+    ),
     "turn_split": (
         True,
         ParameterDescriptor(description="cut a voiced segment where the speaker changes (back-to-back turns)"),

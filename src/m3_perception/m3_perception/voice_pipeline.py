@@ -11,6 +11,7 @@ from itertools import pairwise
 import numpy as np
 
 from m3_perception.asr import Transcriber, Transcript
+from m3_perception.band import is_narrowband
 from m3_perception.identity_clusters import IdentityClusters, cosine_to_l2
 from m3_perception.speaker_activity import ActivityModel, ActivityParams, speaker_activity
 from m3_perception.speaker_turns import TurnParams, split_turns
@@ -22,6 +23,8 @@ from m3_perception.voice_encoder import EMBEDDING_MODEL, MIN_SAMPLES, VoiceEncod
 @dataclass
 class VoiceParams:
     match_cosine: float = 0.45  # CAM++ (the default encoder; README, Thresholds); resemblyzer: 0.75
+    # for turns heard through a narrow-band channel (band.py: a phone call); used when above match_cosine
+    match_cosine_narrowband: float = 0.0
     max_exemplars: int = 20
     segmenter: SegmenterParams = field(default_factory=SegmenterParams)
     turns: TurnParams = field(default_factory=TurnParams)  # speaker changes inside a voiced segment
@@ -236,7 +239,11 @@ class VoicePipeline:
         self.timings_ms["speaker"] += (time.perf_counter() - t0) * 1000
         start, end = self.clock.time_of(start_i), self.clock.time_of(end_i)
         # Overlapped speech holds two voices: its embedding would pull any voice towards the other.
-        voice_id, created = ("", False) if overlap else self._identify(emb, start, (end_i - start_i) / RATE)
+        cosine = self.p.match_cosine
+        if self.p.match_cosine_narrowband > cosine and is_narrowband(x):
+            cosine = self.p.match_cosine_narrowband  # never looser than wide-band: the band brings voices closer
+        duration_s = (end_i - start_i) / RATE
+        voice_id, created = ("", False) if overlap else self._identify(emb, start, duration_s, cosine_to_l2(cosine))
         if voice_id:
             ident = self.clusters.identities[voice_id]
             ident.last_seen = max(ident.last_seen, end)
@@ -254,15 +261,15 @@ class VoicePipeline:
         self._next_segment += 1
         return ev
 
-    def _identify(self, emb: np.ndarray, stamp: float, duration_s: float) -> tuple[str, bool]:
+    def _identify(self, emb: np.ndarray, stamp: float, duration_s: float, max_distance: float) -> tuple[str, bool]:
         """(voice id, created?). A turn shorter than `turns.min_turn_s` ("yes", "mm") is too short to
         embed reliably (README: a 0.6 s piece's nearest voice was right 60 % of the time, a 1 s
         piece's 98 %): it may join the nearest known voice when within `match_cosine`, keeping
         no exemplar, but never founds a voice; otherwise its voice id is ""."""
         if duration_s >= self.p.turns.min_turn_s:
-            return self.clusters.assign(emb, stamp)
+            return self.clusters.assign(emb, stamp, max_distance)
         ident_id, d = self.clusters.nearest(emb)
-        if ident_id is None or d > self.clusters.max_distance:
+        if ident_id is None or d > max_distance:
             return "", False
         self.clusters.observe(ident_id, stamp)
         return ident_id, False
