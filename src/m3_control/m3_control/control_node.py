@@ -38,7 +38,7 @@ from m3_control.loop import (
     RoundEvent,
     run_loop,
 )
-from m3_control.memory_client import MemoryClient
+from m3_control.memory_client import MemoryClient, MemoryQueryRejected, MemoryUnavailable
 from m3_control.openai_reasoner import OpenAIConfig
 from m3_control.reasoner import Reasoner
 from m3_control.ros_memory_client import RosMemoryClient
@@ -48,6 +48,7 @@ from m3_interfaces.msg import PlanStep
 from m3_memory.as_of import AsOfError, check_as_of, stamp_ns
 from m3_memory.robot_ids import check_robot_id, robot_id_problem
 from m3_perception.managed_node import AUTOSTART, ManagedNode, run_node
+from m3_perception.parameter_checks import declare_checked
 
 NODE_NAME = "control_node"
 ACTION_NAME = "m3/instruct"  # relative: a robot namespace (__ns:=/robot_a) puts it under /robot_a
@@ -127,8 +128,7 @@ class ControlNode(ManagedNode):
         """memory_client: how memory is searched; None = the memory node's services under memory_prefix
         (ros_memory_client). reasoner: replaces the configured back-end (benchmarks inject a scripted one)."""
         super().__init__(NODE_NAME, **kwargs)
-        for name, (default, descriptor) in PARAMETERS.items():
-            self.declare_parameter(name, default, descriptor)
+        declare_checked(self, PARAMETERS)  # a bad value or unknown name fails configure, never a traceback
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._injected_memory = memory_client
         self._injected_reasoner = reasoner
@@ -309,6 +309,8 @@ class ControlNode(ManagedNode):
             return LoopResult(INVALID_GOAL, error_message=str(error))
         if goal.robot_id and (problem := robot_id_problem(goal.robot_id)):
             return LoopResult(INVALID_GOAL, error_message=problem)
+        if refused := self._robot_refused(goal.robot_id or self.loop_config["robot_id"]):
+            return LoopResult(INVALID_GOAL, error_message=refused)
         config = LoopConfig(
             max_rounds=goal.max_rounds or self.default_max_rounds,
             before_clip=goal.before_clip,
@@ -331,6 +333,25 @@ class ControlNode(ManagedNode):
             on_round=feedback,
             should_stop=lambda: self._stop_reason(goal_handle),
         )
+
+    def _robot_refused(self, robot_id: str) -> str:
+        """Why memory refuses to search robot_id ("" when it does not, or cannot say now).
+
+        One rule with the memory services (issue 21, D4): "" and memory's own robot id always search;
+        another robot's id where memory has no fleet is INVALID_ARGUMENT there ("no fleet: ...") and
+        INVALID_GOAL here, before the reasoner is asked, never "I don't know" from a memory refusing
+        every search. Only memory knows whether it has a fleet, so it is asked: a search for people
+        named in the id (kind person: no embedding, no Milvus search), through either transport.
+        """
+        if not robot_id:
+            return ""
+        try:
+            self.memory.search_node(robot_id, ("person",), 1, robot_id=robot_id)
+        except MemoryQueryRejected as error:
+            return f"robot_id {robot_id!r} refused by memory: {error}"
+        except MemoryUnavailable:
+            return ""  # the loop reports MEMORY_UNAVAILABLE when it needs memory
+        return ""
 
 
 def to_result(outcome: LoopResult) -> Instruct.Result:

@@ -11,6 +11,9 @@ stream's time, outside Time's range, or ending before it starts raises StampReje
 kept, so one bad message cannot open a clip far in the future. When the stream really moves to a
 new time (StampGuard's re-anchoring), the open window is closed and windows restart there, their
 indices continuing.
+
+ClipCloser closes the open window without new evidence, in a running memory node (issue 21, D8):
+on the stream clock, and when the stream has stopped for `clip_idle_close_s` (see its docstring).
 """
 
 from __future__ import annotations
@@ -160,3 +163,56 @@ class ClipWindows:
             start = self._origin + self._window * self.clip_ns
             self._open = ClipEvidence(self.first_index + self._window, start, start + self.clip_ns)
         return self._open
+
+
+class ClipCloser:
+    """When a running memory node closes the open window although no later evidence came (issue 21, D8).
+
+    - On the stream clock: perception's processed_until, and the node's clock (/clock under
+      use_sim_time, the system clock live), once it passes the window's end + close_delay, exactly as
+      evidence stamped there would. A reading counts only while it agrees with the evidence stamps
+      (within two windows of the newest), so a clock on another time base (wall-clock time against a
+      recording's media time) never cuts a clip short.
+    - After an idle time: when nothing at all arrived for `idle_close_s` of wall time, no evidence
+      and no advance of processed_until or /clock, the stream has stopped (a recording ended,
+      perception went away): the open window closes as it would at the end of `m3 replay`.
+      Idle is the stream clock standing still: while a replay runs, at any rate, processed_until or
+      /clock keep moving between two messages of one clip, so wall time alone never closes it early.
+      Only wall time with no input at all does (the live robot, or a perception that stalls longer
+      than idle_close_s: that clip is stored, and what comes after joins the next window).
+    `m3 replay` does not use it: its clips close on evidence and at the end of the recording.
+    """
+
+    def __init__(self, windows: ClipWindows, idle_close_s: float) -> None:
+        if idle_close_s <= 0:
+            raise ValueError("clip_idle_close_s must be > 0")
+        self.windows = windows
+        self.idle_ns = int(idle_close_s * NS)
+        self._readings: dict[str, int] = {}  # source -> its last reading
+        self._fresh: dict[str, int] = {}  # readings that moved since the last tick
+        self._input_wall_ns: int | None = None  # wall time of the last input of any kind
+
+    def heard(self, wall_ns: int) -> None:
+        """Evidence arrived (even evidence then dropped for its stamp): the stream runs."""
+        self._input_wall_ns = wall_ns
+
+    def clock(self, source: str, stream_ns: int, wall_ns: int) -> None:
+        """A stream clock reading ("progress": processed_until, "sim": /clock); one that moved is input."""
+        if self._readings.get(source) != stream_ns:
+            self._readings[source] = self._fresh[source] = stream_ns
+            self._input_wall_ns = wall_ns
+
+    def on_clock(self, system_ns: int | None = None) -> list[ClipEvidence]:
+        """The clips the stream clock closes: the readings that moved since the last call, and
+        system_ns (the live system clock, no input of its own), where they agree with the evidence."""
+        readings = [*self._fresh.values(), *([] if system_ns is None else [system_ns])]
+        self._fresh.clear()
+        last, span = self.windows.last_stamp_ns, 2 * self.windows.clip_ns
+        agreeing = [now for now in readings if last and abs(now - last) < span]
+        return self.windows.tick(max(agreeing)) if agreeing else []
+
+    def on_idle(self, wall_ns: int) -> list[ClipEvidence]:
+        """The open window, when nothing at all arrived for idle_close_s of wall time (the stream stopped)."""
+        if self._input_wall_ns is None or wall_ns - self._input_wall_ns < self.idle_ns:
+            return []
+        return self.windows.flush()

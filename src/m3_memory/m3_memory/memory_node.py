@@ -1,24 +1,28 @@
 """ROS 2 adapter of the memory: parameters, QoS, message <-> dataclass conversions; no memory logic here.
 
 Subscribes /m3/faces, /m3/voices, /m3/entity_matches (and optionally a camera topic for keyframes),
-groups evidence into clip windows on the stream clock, stores each closed clip (one transaction) and
+groups evidence into clip windows on the stream clock (closed by later evidence, by the stream clock, and
+when the stream stops: m3_memory.clip_window), stores each closed clip (one transaction) and
 publishes it on /m3/memory/clips; serves /m3/memory/{search_node,search_clip,get_entity,get_names,get_stats}.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 import traceback
 from collections.abc import Callable
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.clock import Clock, ClockType
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rosgraph_msgs.msg import Clock as ClockMsg
 
 from m3_interfaces.msg import ClipMemory, Entity, EntityMatch, FaceTracks, VoiceSegment
 from m3_interfaces.srv import GetEntity, GetNames, GetStats, SearchClip, SearchNode
 from m3_memory import errors
 from m3_memory.assembly import clip_ingester, clip_windows, make_memorizer, memory_location, open_memory
-from m3_memory.clip_window import ClipWindows
+from m3_memory.clip_window import ClipCloser, ClipWindows
 from m3_memory.errors import MemoryApiError, ModelMissingError, StoreError
 from m3_memory.hri_output import HriPersonsOutput
 from m3_memory.ingest_worker import ClipIngester
@@ -30,9 +34,11 @@ from m3_memory.records import ClipRecord, FaceEvidence, MatchEvidence, VoiceEvid
 from m3_memory.robot_ids import check_robot_id
 from m3_memory.tags import kind_of
 from m3_perception.managed_node import ManagedNode, run_node
+from m3_perception.parameter_checks import declare_checked
 from m3_perception.stamps import StampRejected
 
 NODE_NAME = "memory_node"
+TICK_S = 0.5  # how often the stream clock and the idle time are looked at (steady time) [s]
 
 
 class MemoryNode(ManagedNode):
@@ -42,8 +48,7 @@ class MemoryNode(ManagedNode):
     def __init__(self, embedder=None, **kwargs) -> None:
         """embedder: an already loaded TextEmbedder to share (tests, one-process bring-up); None loads one."""
         super().__init__(NODE_NAME, **kwargs)
-        for name, (default, descriptor) in PARAMETERS.items():
-            self.declare_parameter(name, default, descriptor)
+        declare_checked(self, PARAMETERS)  # a bad value or unknown name fails configure, never a traceback
         self.embedder = embedder
         self.memory_dir = memory_location({name: self.get_parameter(name).value for name in PARAMETERS})
         self.memory: Memory | None = None
@@ -53,6 +58,7 @@ class MemoryNode(ManagedNode):
         self.bad_stamps = 0
         self.clips_stored = 0
         self.windows: ClipWindows | None = None
+        self.closer: ClipCloser | None = None
         self._ingest_lock = threading.Lock()
 
     def configure(self) -> None:
@@ -70,6 +76,7 @@ class MemoryNode(ManagedNode):
             self.get_logger().error(self.store_error)
         first_index = self.memory.next_clip_index if self.memory else 0
         self.windows = clip_windows(p, first_index)
+        self.closer = ClipCloser(self.windows, p["clip_idle_close_s"])
         if p["memorizer"] == "openai" and p["openai_keyframes"] > 0 and not p["keyframe_topic"]:
             self.get_logger().warning("openai_keyframes > 0 but keyframe_topic is empty: the model gets no frames")
         self.drain_s = float(p["memorize_drain_s"])
@@ -98,6 +105,8 @@ class MemoryNode(ManagedNode):
         service_qos = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST, depth=1000)
         inputs = [(FaceTracks, "m3/faces", self._on_faces), (VoiceSegment, "m3/voices", self._on_voice)]
         inputs.append((EntityMatch, "m3/entity_matches", self._on_match))
+        # perception's processed_until: the stream clock without use_sim_time (m3 run + m3 play, a live robot)
+        inputs.append((ClockMsg, "m3/perception/processed_until", self._on_progress))
         for msg_type, topic, callback in inputs:
             self.live(self.create_subscription(msg_type, topic, callback, evidence_qos, callback_group=ingest_group))
         keyframe_topic = self.get_parameter("keyframe_topic").value
@@ -121,7 +130,9 @@ class MemoryNode(ManagedNode):
                     srv_type, f"m3/memory/{name}", callback, qos_profile=service_qos, callback_group=service_group
                 )
             )
-        self.live(self.create_timer(1.0, self._on_tick, callback_group=ingest_group))
+        # Steady time: a /clock-driven timer (use_sim_time) would stop with the recording it should notice ending.
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.live(self.create_timer(TICK_S, self._on_tick, callback_group=ingest_group, clock=steady))
         if self.hri is not None:
             self.hri.go_live()
 
@@ -206,6 +217,7 @@ class MemoryNode(ManagedNode):
     def _ingest(self, add: Callable[..., list], *args) -> None:
         """Into the clip windows (add or add_keyframe); evidence with a bad stamp is dropped, with a warning."""
         with self._ingest_lock:
+            self.closer.heard(time.monotonic_ns())
             try:
                 self._store(add(*args))
             except StampRejected as error:
@@ -238,15 +250,20 @@ class MemoryNode(ManagedNode):
             f"stored clip {record.clip_index}: {len(record.episodic)} episodic, {len(record.semantic)} semantic"
         )
 
+    def _on_progress(self, msg: ClockMsg) -> None:
+        self.closer.clock("progress", to_ns(msg.clock), time.monotonic_ns())
+
     def _on_tick(self) -> None:
-        """Close a window when the node's clock (sim time when replaying) has passed its end. Only when
-        that clock agrees with the evidence stamps: a replay without /clock would otherwise close
-        every window at once."""
-        now = self.get_clock().now().nanoseconds
-        last = self.windows.last_stamp_ns
-        if last and abs(now - last) < 2 * self.windows.clip_ns:
-            with self._ingest_lock:
-                self._store(self.windows.tick(now))
+        """Close the open window on the stream clock, or when the stream stopped (ClipCloser says when)."""
+        wall, now = time.monotonic_ns(), self.get_clock().now().nanoseconds
+        sim = bool(self.get_parameter("use_sim_time").value)
+        if sim:
+            self.closer.clock("sim", now, wall)
+        with self._ingest_lock:
+            closed, idle = self.closer.on_clock(None if sim else now), self.closer.on_idle(wall)
+            if idle:
+                self.get_logger().info(f"clip {idle[0].clip_index} closes: nothing came for clip_idle_close_s")
+            self._store(closed + idle)
 
     def flush(self) -> None:
         """Store the open clip and wait for the backlog (up to memorize_drain_s): a caller that knows

@@ -62,6 +62,10 @@ PARAMETERS = {
     ),
     "clip_seconds": (30.0, _float("length of a clip window on the stream clock [s]", 1.0, 3600.0)),
     "clip_close_delay": (2.0, _float("wait this long past a window's end for late utterances [s]", 0.0, 60.0)),
+    "clip_idle_close_s": (
+        10.0,
+        _float("the open clip closes after this long with no input at all (the stream stopped) [s]", 0.1, 86400.0),
+    ),
     "memorizer": ("rules", _text("memorizer back-end: 'rules' (offline, deterministic) or 'openai'")),
     "openai_endpoint": ("", _text("OpenAI-compatible base URL for memorizer 'openai', e.g. http://localhost:8000/v1")),
     "openai_model": ("", _text("model name for memorizer 'openai'")),

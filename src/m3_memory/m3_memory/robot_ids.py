@@ -3,6 +3,11 @@
 A robot id is written into Milvus keys ("<robot_id>/<kind>/<key>") and filter expressions, so it is
 checked once, here, before it reaches either: letters, digits, '_', '.', '-', at most 64, starting
 with a letter or digit; "fleet" is the namespace of a fleet's shared people, never a robot.
+
+Whose memories a search may name, one rule for the memory services and the control node's goals
+(issue 21, D4): "" (every robot sharing the memory) and the memory's own robot id always; another
+robot's id only where the memory has a fleet (Milvus with a fleet_slot). Elsewhere it is refused with
+"no fleet: ..." (m3_memory.fleet_search): INVALID_ARGUMENT on the services, INVALID_GOAL on a goal.
 """
 
 from __future__ import annotations

@@ -66,7 +66,8 @@ def system(tmp_path_factory, faces):
     memory_dir = tmp_path_factory.mktemp("dds") / "memory"
     node_proc = subprocess.Popen(
         [sys.executable, "-m", "m3_memory.memory_node", "--ros-args", "-p", f"memory_dir:={memory_dir}",
-         "-p", "clip_seconds:=10.0", "-p", "clip_close_delay:=5.0", "-p", "max_image_pixels:=1000000"],
+         "-p", "clip_seconds:=10.0", "-p", "clip_close_delay:=5.0", "-p", "max_image_pixels:=1000000",
+         "-p", "clip_idle_close_s:=3600.0"],  # clip 2 stays open across the service tests (the shutdown test)
     )  # fmt: skip
     rclpy.init()
     client = Node("memory_dds_test")
