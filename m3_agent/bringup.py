@@ -63,6 +63,10 @@ def create_nodes(selected: tuple[str, ...] = NODE_NAMES, memory_transport: str |
     if unknown:
         raise ValueError(f"unknown node(s) {sorted(unknown)}; choose from {list(NODE_NAMES)}")
     transport = memory_transport_for(selected, memory_transport)
+    from m3_perception.parameter_checks import share_names
+
+    for name in selected:  # a process-wide --ros-args -p reaches every node here: another's name is no typo
+        share_names(parameter_table(name))
     factories: dict[str, Callable[[], Node]] = {}
     if "perception_node" in selected:
         from m3_perception.perception_node import PerceptionNode
@@ -123,10 +127,19 @@ def parse_overrides(items: list[str]) -> dict[str, dict[str, object]]:
     return overrides
 
 
-def parameters_file(params_file: str, overrides: dict[str, dict[str, object]] | None) -> str:
-    """One parameter YAML for rclpy: params_file with the overrides on top, and each section keyed by a
-    bare node name ("memory_node") re-keyed "/**/memory_node", so it also reaches that node under a
-    robot's namespace (`--ros-args -r __ns:=/robot_1`); sections keyed by a full name stay as they are."""
+def parameter_table(node: str) -> dict:
+    """A node's PARAMETERS table: name -> (default, descriptor)."""
+    if node == "perception_node":
+        from m3_perception.node_parameters import PARAMETERS
+    elif node == "memory_node":
+        from m3_memory.node_parameters import PARAMETERS
+    else:
+        from m3_control.control_node import PARAMETERS
+    return PARAMETERS
+
+
+def load_parameters(params_file: str, overrides: dict[str, dict[str, object]] | None) -> dict:
+    """params_file's node sections with the overrides (--set) on top."""
     import yaml
 
     with open(params_file, encoding="utf-8") as handle:
@@ -136,6 +149,37 @@ def parameters_file(params_file: str, overrides: dict[str, dict[str, object]] | 
     for node, values in (overrides or {}).items():
         section = data.setdefault(node, {}).setdefault("ros__parameters", {})
         section.update(values)
+    return data
+
+
+def check_parameters(params_file: str | None, overrides: dict[str, dict[str, object]] | None) -> None:
+    """Refuse, before anything starts or is created, a params file or --set naming a parameter a node does
+    not have (with the closest one it has), a value of the wrong type or out of range: "<node>: cannot
+    configure: <why>" (ParameterError, a ValueError: exit 2). An integer for a float is fine."""
+    from m3_perception.parameter_checks import ParameterError, section_problems
+
+    params_file = params_file or default_params_file()
+    if not os.path.isfile(params_file):
+        raise FileNotFoundError(f"parameter file not found: {params_file}")
+    for key, section in load_parameters(params_file, overrides).items():
+        node = str(key).rsplit("/", 1)[-1]
+        if node not in NODE_NAMES or not isinstance(section, dict):
+            continue  # another program's section, or the "/**" one every node reads
+        values = section.get("ros__parameters") or {}
+        if not isinstance(values, dict):
+            raise ParameterError(f"{node}: cannot configure: ros__parameters in {params_file} is not a mapping")
+        problems = section_problems(values, parameter_table(node))
+        if problems:
+            raise ParameterError(f"{node}: cannot configure: {'; '.join(problems)}")
+
+
+def parameters_file(params_file: str, overrides: dict[str, dict[str, object]] | None) -> str:
+    """One parameter YAML for rclpy: params_file with the overrides on top, and each section keyed by a
+    bare node name ("memory_node") re-keyed "/**/memory_node", so it also reaches that node under a
+    robot's namespace (`--ros-args -r __ns:=/robot_1`); sections keyed by a full name stay as they are."""
+    import yaml
+
+    data = load_parameters(params_file, overrides)
     keyed = {(key if key.startswith("/") else f"/**/{key}"): value for key, value in data.items()}
     handle = tempfile.NamedTemporaryFile("w", prefix="m3_params_", suffix=".yaml", delete=False)
     with handle:
@@ -202,6 +246,7 @@ def running_nodes(
     params_file = params_file or default_params_file()
     if not os.path.isfile(params_file):
         raise FileNotFoundError(f"parameter file not found: {params_file}")
+    check_parameters(params_file, overrides)  # before rclpy, a node or a store is made
     merged_file = parameters_file(params_file, overrides)
     try:
         rclpy.init(args=["m3", "--ros-args", "--params-file", merged_file, *(ros_args or [])])
@@ -216,7 +261,9 @@ def running_nodes(
             executor.add_node(node)
         yield nodes, executor
     finally:
-        executor.shutdown()
+        from m3_perception.node_shutdown import stop_executor
+
+        stop_executor(executor, nodes)  # no callback runs when the nodes go: rclpy's shutdown does not wait
         for node in nodes:
             node.destroy_node()
         rclpy.try_shutdown()

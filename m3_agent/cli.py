@@ -12,6 +12,7 @@ from m3_agent import bringup
 from m3_agent.llm.cli import add_llm_arguments, service_for
 from m3_memory.errors import StoreError
 from m3_perception.managed_node import stop_on_sigterm
+from m3_perception.node_shutdown import StopSignals, stop_name
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -35,6 +36,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         threading.Thread(target=probe, daemon=True).start()
 
     overrides = bringup.parse_overrides(args.set)
+    bringup.check_parameters(args.params_file, overrides)  # a typo or bad value: exit 2 before anything starts
     try:
         with service_for(args, needed=bool({"memory_node", "control_node"} & set(selected))) as llm:
             bringup.run(
@@ -101,6 +103,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
 
+    from m3_agent.recording.bag_reader import bag_info
     from m3_agent.recording.player import BagPlayer, PlaybackOptions, parse_remaps, spinning
 
     options = PlaybackOptions(
@@ -114,40 +117,51 @@ def _cmd_play(args: argparse.Namespace) -> int:
         keep_up_lead_s=args.keep_up_lead,
     )
     options.validate()
-    rclpy.init(args=[])  # not sys.argv: rcl would read a --remap FROM:=TO as a (deprecated) remap rule
-    node = Node("bag_player")
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
+    with StopSignals(raise_interrupt=False) as stop:  # before rclpy.init, which chains to it; play polls it
+        rclpy.init(args=[])  # not sys.argv: rcl would read a --remap FROM:=TO as a (deprecated) remap rule
+        node = Node("bag_player")
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        player = None
 
-    def interrupted() -> bool:
-        return not executor.context.ok()  # Ctrl-C shuts the context down
+        def interrupted() -> bool:
+            return bool(stop.name) or not executor.context.ok()  # rclpy's handler shuts the context down too
 
-    try:
-        with spinning(executor):  # progress callbacks for --keep-up; joined before the teardown below
-            player = BagPlayer(node, args.bag, options)
-            count = player.play(should_stop=interrupted)
-        print(json.dumps({"bag": str(args.bag), "published": count, **player.status.summary()}))
-    except KeyboardInterrupt:
-        pass
-    except RuntimeError:  # rclpy refuses to publish once Ctrl-C has shut the context down
-        if not interrupted():
-            raise
-    except TimeoutError as error:
-        print(f"m3 play: error: {error}", file=sys.stderr)
-        return 1
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
+        try:
+            with spinning(executor):  # progress callbacks for --keep-up; joined before the teardown below
+                player = BagPlayer(node, args.bag, options)
+                player.play(should_stop=interrupted)
+        except RuntimeError:  # rclpy refuses to publish once Ctrl-C has shut the context down
+            if not interrupted():
+                raise
+        except TimeoutError as error:
+            print(f"m3 play: error: {error}", file=sys.stderr)
+            return 1
+        finally:
+            stopped = stop.name or ("sigint" if interrupted() else "")
+            executor.shutdown()
+            node.destroy_node()
+            rclpy.try_shutdown()
+        if player is not None:
+            report = {"bag": str(args.bag), "published": player.published, **player.status.summary()}
+            if stopped:  # where: the stream time of the last message read, from the recording's start
+                read_until_ns = max(0, player.status.read_until_ns - bag_info(args.bag).start_ns)
+                report.update(stopped=stopped, read_until_s=round(read_until_ns / 1e9, 3))
+            print(json.dumps(report))
     return 0
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    from m3_agent.replay import replay
+    from m3_agent.replay import ReplayStopped, replay
 
     params_file = args.params_file or bringup.default_params_file()
-    with service_for(args) as llm:
-        report = replay(args.bag, args.memory, params_file, show_progress=not args.quiet, overrides=llm.merged())
+    try:
+        with StopSignals(), service_for(args) as llm:  # SIGTERM as Ctrl-C: stored, closed, said where
+            report = replay(args.bag, args.memory, params_file, show_progress=not args.quiet, overrides=llm.merged())
+    except ReplayStopped as stopped:
+        report = stopped.report
+    except KeyboardInterrupt as interrupt:  # before the replay began (models loading)
+        report = {"bag": str(args.bag), "memory_dir": str(args.memory), "stopped": stop_name(interrupt)}
     print(json.dumps(report))
     return 0
 
@@ -173,10 +187,15 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             )
 
     params_file = args.params_file or bringup.default_params_file()
-    with service_for(args) as llm:
-        records = evaluate(
-            questions, args.episodes, out, judge, method, params_file, args.max_rounds, show, llm.merged()
-        )
+    try:
+        with StopSignals(), service_for(args) as llm:  # SIGTERM as Ctrl-C; the results file resumes
+            records = evaluate(
+                questions, args.episodes, out, judge, method, params_file, args.max_rounds, show, llm.merged()
+            )
+    except KeyboardInterrupt as interrupt:
+        answered = len(report.read_done(out).keys() & {q.question_id for q in questions})
+        print(json.dumps({"results": str(out), "judge": method, "stopped": stop_name(interrupt), "answered": answered}))
+        return 0
     summary = report.summarize(records)
     print(report.format_table(summary), file=sys.stderr)
     print(json.dumps({"results": str(out), "judge": method, **summary}))
@@ -193,10 +212,16 @@ DELEGATED = {
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from m3_agent.demo.pipeline import run_demo
+    from m3_agent.replay import ReplayStopped
 
     params_file = args.params_file or bringup.default_params_file()
-    with service_for(args) as llm:
-        result = run_demo(args.out, params_file, args.fresh, not args.quiet, llm.merged())
+    try:
+        with StopSignals(), service_for(args) as llm:  # SIGTERM as Ctrl-C; a re-run goes on from where it stopped
+            result = run_demo(args.out, params_file, args.fresh, not args.quiet, llm.merged())
+    except KeyboardInterrupt as interrupt:
+        result = {"out": str(args.out), "stopped": stop_name(interrupt)}
+        if isinstance(interrupt, ReplayStopped):
+            result["replay"] = interrupt.report
     print(json.dumps(result))
     return 0
 

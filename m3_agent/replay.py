@@ -4,7 +4,9 @@ Unlike playing the bag to running nodes, nothing can be dropped here: every fram
 rate asks for and every audio chunk is processed, in stream-time order, as fast as the CPU allows.
 The result is the same memory the nodes build from a live stream (same pipelines, same
 parameters from config/m3.yaml). An interrupted replay resumes: clips already stored are kept and
-the recording is read again from the first clip that is missing.
+the recording is read again from the first clip that is missing. Ctrl-C or SIGTERM stops it between
+messages: the clips already closed are kept or redone on resume, the store is closed, and the report
+(ReplayStopped) says where it stopped.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from m3_agent.replay_state import Snapshots, fingerprint
 from m3_agent.replay_state import capture as capture_snapshot
 from m3_agent.replay_state import restore as restore_snapshot
 from m3_perception.identity_state import StateError
+from m3_perception.node_shutdown import stop_name
 
 RAW_IMAGE = "sensor_msgs/msg/Image"
 STATE_FILE = "replay.json"
@@ -67,6 +70,17 @@ class ReplayReport:
     bag_problem: str = ""  # what is wrong with the recording ("" = nothing)
     resumed_at_s: float = 0.0  # stream time this run read from: a perception snapshot's, or 0 (the start)
     snapshot_clip: int = -1  # the clip whose perception snapshot this run resumed from (-1: none, cold start)
+    stopped: str = ""  # "sigterm" or "sigint" when a signal stopped it at read_until_s ("" = it ran to the end)
+
+
+class ReplayStopped(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped the replay; `report` (a ReplayReport dict) says where: clips stored so far,
+    read_until_s. Raised once the memory is consistent (a resume goes on from there) and closed."""
+
+    def __init__(self, report: dict) -> None:
+        super().__init__(report["stopped"])
+        self.report = report
+        self.signal_name = report["stopped"]  # as node_shutdown.StopRequested: stop_name() reads it
 
 
 def _pick_topic(topics: dict[str, tuple[str, int]], types: tuple[str, ...], wanted: str) -> str | None:
@@ -103,7 +117,12 @@ class Replayer:
         self.memory_params["memory_dir"] = str(memory_dir)
         self.memory_dir = Path(memory_dir).expanduser().resolve()
         self.memory = memory or open_memory(self.memory_params)
-        self.faces, self.voices, self.matcher = build_pipelines(self.perception_params)
+        try:
+            self.faces, self.voices, self.matcher = build_pipelines(self.perception_params)
+        except BaseException:  # a bad model file, or Ctrl-C while loading: the store is closed all the same
+            if memory is None:
+                self.memory.close()
+            raise
 
     def close(self) -> None:
         self.voices.close()
@@ -251,6 +270,7 @@ class Replayer:
         topics = [t for t in (image_topic, audio_topic) if t]
         offset_s = position["offset_ns"] / NS
         messages = [] if position["at_end"] else iter_deserialized(bag, topics, offset_s, status, position["skip"])
+        stopped = ""
         try:
             for message, msg in messages:
                 stamp_s = (message.timestamp_ns - info.start_ns) / NS
@@ -312,11 +332,21 @@ class Replayer:
             store(windows.flush())
             if not position["at_end"]:
                 snapshot(closed_max[0] + 1, {"offset_ns": 0, "skip": 0, "at_end": True})  # a re-run reads nothing
+        except KeyboardInterrupt as interrupt:  # Ctrl-C, SIGTERM: the open clip is left to the resume
+            stopped = stop_name(interrupt)
         except BaseException:
             ingester.abandon()  # clips not stored yet are redone when the replay resumes
             raise
         perceived = time.perf_counter()
-        stats = ingester.close(None)  # a replay waits for its memorizer: resuming redoes what is missing
+        try:
+            if stopped:
+                ingester.abandon()  # the clip being stored is stored; the queued ones are redone on resume
+            else:
+                ingester.close(None)  # a replay waits for its memorizer: resuming redoes what is missing
+        except KeyboardInterrupt as interrupt:  # stopped while the memorizer catches up
+            stopped = stop_name(interrupt)
+            ingester.abandon()
+        stats = ingester.stats
         wall = time.perf_counter() - started
         counts["clips"] = stats.stored
         summary = stats.summary()
@@ -342,6 +372,7 @@ class Replayer:
             read_until_s=round(max(0, status.read_until_ns - info.start_ns) / NS, 3),
             resumed_at_s=round(resumed_at_s, 3),
             snapshot_clip=-1 if resumed_label is None else resumed_label,
+            stopped=stopped,
             **status.summary(),
         )
 
@@ -353,7 +384,8 @@ def replay(
     show_progress: bool = False,
     overrides: dict[str, dict[str, object]] | None = None,
 ) -> dict:
-    """Replay `bag` into `memory_dir`; the report as a dict. A tqdm bar on stderr if asked."""
+    """Replay `bag` into `memory_dir`; the report as a dict. A tqdm bar on stderr if asked. Ctrl-C or
+    SIGTERM: ReplayStopped, carrying the report, once the memory is closed."""
     from tqdm import tqdm
 
     total_s = round(bag_info(bag).duration_s, 1)  # an unreadable recording fails here, before any memory
@@ -366,6 +398,9 @@ def replay(
             def progress(done_s: float, _total_s: float) -> None:
                 bar.update(round(done_s, 1) - bar.n)
 
-            return asdict(replayer.run(bag, progress))
+            report = asdict(replayer.run(bag, progress))
     finally:
         replayer.close()
+    if report["stopped"]:
+        raise ReplayStopped(report)
+    return report

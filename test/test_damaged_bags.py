@@ -111,6 +111,28 @@ def test_the_player_skips_what_does_not_deserialize(corrupt_bag):
     assert played["published"] == sum(n for _, n in bag_info(corrupt_bag).topics.values()) - 2
 
 
+def test_a_corrupt_channel_id_is_counted_and_said_by_replay_and_play(episode, tmp_path):
+    """Issue 21, D3: a message record whose channel id is corrupt was dropped without a count or a word
+    (messages_read 2827 of 2828). Now it is a skipped message of its topic and a bag_problem."""
+    bag, storage = _copy(episode / "mcap", tmp_path / "channel")
+    cdr = [m.data for m in iter_messages(bag, [AUDIO])][50]
+    blob = bytearray(storage.read_bytes())
+    assert blob.count(cdr[:96]) == 1
+    record = blob.index(cdr[:96]) - 22 - 9  # opcode, length, channel, sequence, log and publish time
+    assert blob[record] == 0x05
+    blob[record + 9 : record + 11] = b"\xff\xff"  # the uint16 channel id
+    storage.write_bytes(bytes(blob))
+    recorded = sum(n for _, n in bag_info(bag).topics.values())
+    audio = bag_info(bag).topics[AUDIO][1]
+    result, report = _replay(bag, tmp_path / "memory", episode / "params.yaml")
+    assert report["skipped_messages"] == {AUDIO: 1} and report["messages_read"] == recorded
+    assert f"read {AUDIO} {audio - 1} of {audio} recorded messages" in report["bag_problem"]
+    assert not report["bag_truncated"] and "recording damaged" in result.stderr
+    played = _play(bag)
+    assert played["skipped_messages"] == {AUDIO: 1} and played["published"] == recorded - 1
+    assert f"{AUDIO} {audio - 1} of {audio}" in played["bag_problem"]
+
+
 def _cut(bag: Path, to: Path, fraction: float) -> Path:
     """A copy whose storage file is cut at `fraction` of its size (a recording that was never closed)."""
     bag, storage = _copy(bag, to)

@@ -109,14 +109,6 @@ def missing_modules() -> list[str]:
     return [name for name in SERVER_MODULES if importlib.util.find_spec(name) is None]
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Linux: the kernel sends SIGTERM to the server if the process that started it dies."""
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
 class LlamaServer:
     """One model server on host:port: reused when it already serves `config.model`, else started."""
 
@@ -150,18 +142,19 @@ class LlamaServer:
                 f"llama-cpp-python with its [server] extra is not installed in {sys.prefix} "
                 f"(missing modules: {', '.join(missing)}); run `{FIX}`"
             )
+        from m3_perception.child_processes import popen_tied  # here: bootstrap imports this module without it
+
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         argv = self.config.argv()
         with open(self.log_file, "ab") as log:
             log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(argv)}\n".encode())
             self._log_offset = log.tell()
-            self._process = subprocess.Popen(
+            self._process = popen_tied(  # the kernel stops it if this process dies without stopping it
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # Ctrl-C reaches us; we stop the server in order
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             )
         self.owned = True
         atexit.register(self.stop)

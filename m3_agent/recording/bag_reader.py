@@ -76,6 +76,11 @@ class ReadStatus:
         self.problem = "; ".join(p for p in (self.problem, problem) if p)
         log.warning("recording damaged, reading only its intact part: %s", problem)
 
+    def note(self, problem: str) -> None:
+        """Something is wrong with the recording, but the pass read on past it."""
+        self.problem = "; ".join(p for p in (self.problem, problem) if p)
+        log.warning("recording damaged: %s", problem)
+
     def summary(self) -> dict:
         """The figures a command reports."""
         return {
@@ -199,18 +204,43 @@ def iter_messages(
     try:
         connections = [c for c in reader.connections if topics is None or c.topic in topics]
         messages = reader.messages(connections=connections, start=reader.start_time + round(start_offset_s * 1e9))
+        read: dict[int, int] = {}  # connection id -> messages read
         while True:
             try:
                 connection, timestamp, data = next(messages)
             except StopIteration:
+                if start_offset_s <= 0:  # every message was due: the index says how many there are
+                    _check_counts(path, connections, read, status)
                 return
             except INDEXED_READ_ERRORS as error:  # a damaged record behind an intact index
                 status.stop(f"{path}: unreadable after {status.read_until_ns / 1e9:.3f} s ({error})")
                 return
+            read[connection.id] = read.get(connection.id, 0) + 1
             status.count(timestamp)
             yield RawMessage(connection.topic, connection.msgtype, timestamp, bytes(data))
     finally:
         reader.close()
+
+
+def _check_counts(path: str | Path, connections: list, read: dict[int, int], status: ReadStatus) -> None:
+    """After a whole pass: a message the recording's index counts on a topic but the read did not yield
+    (its record names a channel id the recording does not have - a corrupt id - so the reader passed over
+    it) is counted as skipped and said in the bag problem, never dropped without a word."""
+    missing, extra = [], []
+    for connection in connections:
+        got = read.get(connection.id, 0)
+        if connection.msgcount == 0:
+            continue  # a recording without per-topic counts: nothing to compare with
+        for _ in range(connection.msgcount - got):  # read past, and skipped: as a message whose CDR is bad
+            status.messages_read += 1
+            status.skip(connection.topic, "a message record the index counts was not readable", kind="record")
+        if got != connection.msgcount:
+            (missing if got < connection.msgcount else extra).append(
+                f"{connection.topic} {got} of {connection.msgcount}"
+            )
+    if missing or extra:
+        what = f"read {'; '.join(missing + extra)} recorded messages"
+        status.note(f"{path}: {what} (a message record with a corrupt channel id is not on its topic)")
 
 
 def iter_deserialized(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,6 +22,8 @@ from rosgraph_msgs.msg import Clock
 
 from m3_agent.recording.bag_reader import ReadStatus, bag_info, iter_deserialized
 from m3_perception.stamps import StampRejected, header_ns
+
+UNSUBSCRIBED_AFTER_S = 3.0  # discovery has settled by then: a topic still without a subscriber is said
 
 
 def message_class(msgtype: str) -> type:
@@ -130,6 +133,7 @@ class BagPlayer:
         }
         self._clock = node.create_publisher(Clock, "/clock", 10) if options.publish_clock else None
         self.published = 0
+        self.unsubscribed: list[str] | None = None  # said once, UNSUBSCRIBED_AFTER_S into the playback
         self.status = ReadStatus()  # messages skipped (CDR that does not deserialize), damage found
         self._progress_ns = -(2**62)  # no progress reported yet (stream stamps may start at 0)
         self._progress = threading.Condition()
@@ -172,9 +176,34 @@ class BagPlayer:
                 return
             time.sleep(0.05)
 
+    def unsubscribed_topics(self) -> list[str]:
+        """The topics being played that no subscriber takes (as the topic is published: after remapping)."""
+        return sorted(p.topic_name for p in self._publishers.values() if p.get_subscription_count() == 0)
+
+    def _say_unsubscribed(self) -> None:
+        """One stderr line naming the played topics nobody subscribes to: a node listening on another
+        topic (raw images while the recording has compressed ones) would otherwise get nothing silently."""
+        self.unsubscribed = self.unsubscribed_topics()
+        if self.unsubscribed:
+            print(
+                f"m3 play: nobody subscribes to {', '.join(self.unsubscribed)}: those messages go nowhere "
+                "(a node configured for another topic or transport?)",
+                file=sys.stderr,
+                flush=True,
+            )
+
     def play(self, should_stop: Callable[[], bool] = lambda: False) -> int:
-        """Publish the recording (paced, with /clock); the number of messages published."""
+        """Publish the recording (paced, with /clock); the number of messages published. UNSUBSCRIBED_AFTER_S
+        after the start (or at the end, if sooner) one line says which topics nobody subscribes to."""
         self._wait_for_subscribers()
+        said_at = time.monotonic() + UNSUBSCRIBED_AFTER_S
+        try:
+            return self._play(should_stop, lambda: time.monotonic() >= said_at)
+        finally:
+            if self.unsubscribed is None and not should_stop():  # stopped (Ctrl-C): rclpy may be shut down
+                self._say_unsubscribed()
+
+    def _play(self, should_stop: Callable[[], bool], time_to_say: Callable[[], bool]) -> int:
         wall_start = first_ns = None
         sent: dict[str, int] = {}  # topic -> header stamp of the last message published on it
         topics, offset = self._options.topics, self._options.start_offset_s
@@ -198,4 +227,6 @@ class BagPlayer:
             self._publishers[message.topic].publish(message.data)
             sent[message.topic] = stream_stamp_ns(msg, message.timestamp_ns)
             self.published += 1
+            if self.unsubscribed is None and time_to_say():
+                self._say_unsubscribed()
         return self.published

@@ -4,6 +4,7 @@ local `milvus_uri` and for the tests, which stand it in for a cluster.
 milvus-lite 3.2.2 needs protobuf >= 5 and mediapipe (perception) needs protobuf < 5, so the server
 lives in its own virtualenv that bootstrap.sh makes (~/.cache/m3-agent/milvus-lite-3.2.2); the
 memory talks to it over gRPC with pymilvus 2.5, which runs on the main venv's protobuf 4.
+The server ends with the process that started it, even on SIGKILL (child_processes.popen_tied).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import shutil
 import socket
 import subprocess
 import time
+
+from m3_perception.child_processes import popen_tied
 
 MILVUS_LITE_VERSION = "3.2.2"
 DEFAULT_COMMAND = os.path.expanduser(f"~/.cache/m3-agent/milvus-lite-{MILVUS_LITE_VERSION}/bin/milvus-lite")
@@ -61,8 +64,11 @@ class MilvusLiteServer:
         os.makedirs(os.path.dirname(self.data_dir) or ".", exist_ok=True)
         command = [milvus_lite_command(), "server", "--data-dir", self.data_dir, "--host", "127.0.0.1"]
         with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(
-                [*command, "--port", str(self.port), "--max-workers", "8"], stdout=log, stderr=subprocess.STDOUT
+            self.process = popen_tied(
+                [*command, "--port", str(self.port), "--max-workers", "8"],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # a terminal's Ctrl-C reaches us only: the memory flushes, then stops it
             )
         atexit.register(self.stop)  # a program that dies of an exception does not leave its server behind
         deadline = time.monotonic() + timeout_s

@@ -5,12 +5,15 @@ stalls the face worker and the ROS executor threads of the same process. faster-
 it inside CTranslate2 but not in its Python feature extraction and decoding loop (measured in the
 perception README). Decoding in a child process (concurrent.futures, one spawned worker) lets
 faces, voices and message callbacks run side by side; the round trip costs a pickled copy of the
-samples.
+samples. The worker ends with its parent, even on SIGKILL (child_processes.die_with_parent), and leaves
+Ctrl-C to the parent, which shuts the pool down in order.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -19,8 +22,16 @@ from typing import Any
 import numpy as np
 
 from m3_perception.asr import Transcript
+from m3_perception.child_processes import die_with_parent
 
 _TRANSCRIBER: Any = None  # built once per child process, on its first task
+
+
+def _start_worker(parent_pid: int) -> None:
+    """The worker's initializer: Ctrl-C reaches the whole terminal process group, but it is the parent's
+    to handle (a KeyboardInterrupt here would print a traceback); a parent that dies takes it along."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(parent_pid)
 
 
 def _build(backend: str, options: dict[str, Any]) -> Any:
@@ -63,7 +74,12 @@ class SubprocessAsr:
 
     def _start(self) -> ProcessPoolExecutor:
         # spawn, not fork: the parent runs DDS and worker threads, which a forked child must not inherit.
-        return ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+        return ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_worker,
+            initargs=(os.getpid(),),
+        )
 
     def transcribe(self, samples: np.ndarray) -> Transcript:
         with self._lock:

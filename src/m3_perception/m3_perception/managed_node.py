@@ -25,8 +25,12 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecyclePublisher, LifecycleState, TransitionCallbackReturn
 from rclpy.service import Service
+from rclpy.signals import SignalHandlerOptions
 from rclpy.subscription import Subscription
 from rclpy.timer import Timer
+
+from m3_perception.node_shutdown import stop_executor, stop_signals_held
+from m3_perception.parameter_checks import raise_parameter_problems
 
 SUCCESS = TransitionCallbackReturn.SUCCESS
 FAILURE = TransitionCallbackReturn.FAILURE
@@ -34,6 +38,7 @@ ERROR = TransitionCallbackReturn.ERROR
 # What a bad configuration raises: a bad parameter value, a model file or package that is not there,
 # an endpoint that cannot be reached (OSError covers FileNotFoundError).
 CONFIGURE_ERRORS = (ValueError, OSError, ImportError, RuntimeError)
+SPIN_POLL_S = 0.1  # how often run_node's spin looks at Ctrl-C and SIGTERM (rclpy's own handlers are off)
 # Every node's `autostart` parameter (in each node's PARAMETERS table, hence config/m3.yaml).
 AUTOSTART = (
     True,
@@ -103,8 +108,13 @@ class ManagedNode(LifecycleNode):
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         self.configure_error = None
         self._configured = True
-        result = self._guarded("configure", self.configure, self._release)
+        result = self._guarded("configure", self._configure_checked, self._release)
         return super().on_configure(state) if result == SUCCESS else result
+
+    def _configure_checked(self) -> None:
+        """A bad parameter found at declaration (parameter_checks.declare_checked) fails configure first."""
+        raise_parameter_problems(self)
+        self.configure()
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         result = self._guarded("activate", self.go_live, self._stop_inputs)
@@ -193,10 +203,17 @@ def stop_on_sigterm() -> None:
 def run_node(make: Callable[[], ManagedNode], name: str, args: list[str] | None, threads: int | None = None) -> int:
     """A node's console command: brought to active (unless autostart is false: then a lifecycle manager
     drives it), spun until Ctrl-C or SIGTERM (exit 0, also while it is still loading its models); a node
-    that cannot be configured is one error line and exit status 2."""
+    that cannot be configured is one error line and exit status 2.
+
+    Stopping is ordered: running callbacks end (a running goal is preempted and answered), then the node
+    is destroyed (stop_executor: rclpy's own shutdown does not wait for callbacks), then the context goes.
+    So rclpy's signal handlers are not installed: they would shut the context down at the signal, under
+    the callbacks still running (a goal could no longer reach the memory nor send its result). The signal
+    is a KeyboardInterrupt here, and spin wakes every SPIN_POLL_S to let it through."""
     stop_on_sigterm()
-    rclpy.init(args=args)
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node: ManagedNode | None = None
+    executor: MultiThreadedExecutor | None = None
     try:
         try:
             node = make()
@@ -205,11 +222,17 @@ def run_node(make: Callable[[], ManagedNode], name: str, args: list[str] | None,
         except Exception as error:  # noqa: BLE001 - any reason it cannot start is one line, not a traceback
             print(f"{name}: error: cannot start: {error}", file=sys.stderr)
             return 2
-        rclpy.spin(node, MultiThreadedExecutor(num_threads=threads))
+        executor = MultiThreadedExecutor(num_threads=threads)
+        executor.add_node(node)
+        while executor.context.ok():
+            executor.spin_once(timeout_sec=SPIN_POLL_S)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+        with stop_signals_held():
+            if executor is not None:
+                stop_executor(executor, [node])
+            if node is not None:
+                node.destroy_node()
+            rclpy.try_shutdown()
     return 0

@@ -8,6 +8,7 @@ by plain modules (engine, face_pipeline, voice_pipeline) on worker threads.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -30,6 +31,7 @@ from m3_interfaces.msg import (
 )
 from m3_perception.assembly import build_pipelines
 from m3_perception.audio_codec import AudioDecodeError, AudioLimits, decode_chunk
+from m3_perception.camera_watch import CHECK_PERIOD_S, CameraWatch, other_transport
 from m3_perception.engine import EngineCallbacks, PerceptionEngine
 from m3_perception.face_pipeline import FaceObs
 from m3_perception.face_voice_matcher import MatchCandidate
@@ -37,6 +39,7 @@ from m3_perception.identity_clusters import IdentityState
 from m3_perception.image_codec import ImageDecodeError, decode_compressed, decode_raw
 from m3_perception.managed_node import ManagedNode, run_node
 from m3_perception.node_parameters import PARAMETERS
+from m3_perception.parameter_checks import declare_checked
 from m3_perception.ros_conventions import PerceptionConventions
 from m3_perception.stamps import StampGuard, StampRejected, header_ns
 from m3_perception.voice_pipeline import VoiceEvent
@@ -63,12 +66,13 @@ class PerceptionNode(ManagedNode):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(NODE_NAME, **kwargs)
-        for name, (default, desc) in PARAMETERS.items():
-            self.declare_parameter(name, default, desc)
+        declare_checked(self, PARAMETERS)  # a bad value or unknown name fails configure, never a traceback
         self.engine: PerceptionEngine | None = None
         self.bad_frames = 0
         self.bad_chunks = 0
         self.bad_stamps = 0
+        self._camera_watch = CameraWatch()  # warns when the camera is silent and the other transport is not
+        self._camera_topic = ""
 
     def configure(self) -> None:
         g = self.get_parameter
@@ -150,9 +154,23 @@ class PerceptionNode(ManagedNode):
         # that waits for this progress.
         steady = RclpyClock(clock_type=ClockType.STEADY_TIME)
         self.live(self.create_timer(0.05, self._publish_progress, clock=steady))
+        self._camera_topic = image_topic
+        self._camera_watch.start(time.monotonic())
+        self.live(self.create_timer(CHECK_PERIOD_S, self._check_camera, clock=steady))
         self.get_logger().info(
             f"perception ready: camera {image_topic} ({transport}), {self.conventions.describe(g('audio_topic').value)}"
         )
+
+    def _check_camera(self) -> None:
+        """Warn once when the camera topic is silent while the other transport's topic publishes (camera_watch)."""
+        if not self._camera_watch.due(time.monotonic()):
+            return
+        transport = self.image_transport
+        other, other_type, other_transport_name = other_transport(self.get_parameter("image_topic").value, transport)
+        if any(other_type in info.topic_type for info in self.get_publishers_info_by_topic(other)):
+            self.get_logger().warning(
+                self._camera_watch.message(self._camera_topic, transport, other, other_type, other_transport_name)
+            )
 
     def _publish_progress(self) -> None:
         until = self.engine.processed_until()
@@ -176,6 +194,7 @@ class PerceptionNode(ManagedNode):
         return True
 
     def _on_image(self, msg: Image) -> None:
+        self._camera_watch.frame(time.monotonic())
         stamp = to_sec(msg.header.stamp)
         if not self._stamp_ok(msg.header.stamp, self.image_stamps, "camera frame"):
             return
@@ -191,6 +210,7 @@ class PerceptionNode(ManagedNode):
         self.engine.submit_frame(stamp, rgb)
 
     def _on_compressed(self, msg: CompressedImage) -> None:
+        self._camera_watch.frame(time.monotonic())
         stamp = to_sec(msg.header.stamp)
         if not self._stamp_ok(msg.header.stamp, self.image_stamps, "camera frame"):
             return

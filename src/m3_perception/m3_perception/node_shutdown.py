@@ -1,0 +1,153 @@
+"""Stopping in order: an executor whose callbacks have all ended before its nodes are destroyed
+(stop_executor), and SIGTERM / Ctrl-C for the long-running commands (StopSignals) and for a process
+already stopping (stop_signals_held).
+
+Why this exists: in rclpy 7.1 (Jazzy), `Executor.shutdown(timeout_sec)` says it waits for running
+callbacks, but it does not: it sets `_is_shutdown` and then waits only `if not self._is_shutdown`,
+which is never true there. `MultiThreadedExecutor` does not override it and never shuts down its
+`ThreadPoolExecutor`. So after Ctrl-C or SIGTERM ends `spin()` in the main thread, the pool's workers
+go on running the callbacks they hold while `destroy_node()` closes stores and frees models under
+them: the SIGSEGV a CI run saw when memory_node got SIGTERM right after it went active.
+
+Why joining the pool's threads is enough: a MultiThreadedExecutor runs every handler (each callback,
+and each resumption of an async callback) by `submit`ting it to that pool, from spin's thread only.
+Once spin has returned, nothing submits; `pool.shutdown(cancel_futures=True)` drops the handlers
+queued but not started and makes each worker exit after the one it runs; a joined worker runs
+nothing. So when stop_executor returns, no callback of that executor runs, and none can start.
+(Waiting on the executor's work tracker instead would hang on an async callback suspended in an
+`await`, which counts as executing, and would not keep queued handlers from starting.) An executor
+without a pool (SingleThreadedExecutor) runs its handlers in spin's thread: nothing is left to wait for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from rclpy.executors import Executor
+
+WARN_EVERY_S = 10.0
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _already_stopping(signum: int, _frame: Any) -> None:
+    print(f"{signal.Signals(signum).name}: already stopping (SIGKILL forces it)", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def stop_signals_held() -> Iterator[None]:
+    """Within it, Ctrl-C and SIGTERM only say that the process is already stopping: a second signal must
+    not cut short the wait for callbacks or the closing of stores. The handlers are restored on exit."""
+    previous = {signum: signal.signal(signum, _already_stopping) for signum in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+
+
+class StopRequested(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM, raised in the main thread by StopSignals; signal_name: "sigint" or "sigterm"."""
+
+    def __init__(self, signal_name: str) -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
+def stop_name(interrupt: BaseException) -> str:
+    """The signal that stopped a command: a plain KeyboardInterrupt is Ctrl-C's default handler's."""
+    return getattr(interrupt, "signal_name", "sigint")
+
+
+class StopSignals:
+    """A long-running command's SIGTERM and Ctrl-C (`with StopSignals() as stop:`), for `m3 replay`, `m3 play`,
+    `m3 eval`, `m3 demo`: SIGTERM stops it as Ctrl-C does (as stop_on_sigterm does for the nodes), once;
+    a later signal only says it is already stopping, so the command can store what it has, close its
+    store and print its JSON line. raise_interrupt: the first signal raises StopRequested in the main
+    thread; False: it only sets `name`, for a loop that polls it. Install it before rclpy.init: rclpy
+    chains to it."""
+
+    def __init__(self, raise_interrupt: bool = True) -> None:
+        self.raise_interrupt = raise_interrupt
+        self.name = ""  # the first signal that came: "sigint" or "sigterm"
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        self._previous = {signum: signal.signal(signum, self._handle) for signum in STOP_SIGNALS}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.name:
+            _already_stopping(signum, frame)
+            return
+        self.name = signal.Signals(signum).name.lower()
+        if self.raise_interrupt:
+            raise StopRequested(self.name)
+
+
+def _pool_threads(executor: Executor) -> list[threading.Thread]:
+    """Shut the executor's worker pool to new and queued work; its threads (none for a pool-less executor)."""
+    pool = getattr(executor, "_executor", None)  # MultiThreadedExecutor's ThreadPoolExecutor (rclpy 7.1)
+    if pool is None:
+        return []
+    pool.shutdown(wait=False, cancel_futures=True)
+    return list(getattr(pool, "_threads", ()))
+
+
+def _quiesce(executor: Executor, nodes: list[Any]) -> None:
+    """Let the active managed nodes quiesce() (the control node's running goal ends PREEMPTED) while this
+    thread goes on spinning, so that what the goal waits for (a memory reply) still arrives - as long as
+    the context is up (rclpy's own signal handlers shut it down at the signal)."""
+    quiescing = [
+        threading.Thread(target=node.quiesce, name=f"quiesce-{node.get_name()}")
+        for node in nodes
+        if getattr(node, "active", False) and hasattr(node, "quiesce")
+    ]
+    for thread in quiescing:
+        thread.start()
+    for thread in quiescing:
+        while thread.is_alive():
+            try:
+                if executor.context.ok():
+                    executor.spin_once(timeout_sec=0.05)
+                else:
+                    thread.join(0.05)
+            except KeyboardInterrupt:
+                pass  # a second signal: go on stopping in order
+            except Exception:  # noqa: BLE001 - the context went meanwhile: wait without spinning
+                thread.join(0.05)
+
+
+def stop_executor(executor: Executor, nodes: Iterable[Any] = (), warn_every_s: float = WARN_EVERY_S) -> None:
+    """Return once no callback of `executor` runs or can start (module docstring), then shut it down.
+
+    Call it from the thread that spun the executor, after spin has returned, and before destroy_node().
+    Active managed nodes are asked to quiesce() first, so that a long callback (the control node's
+    running goal) ends early instead of being waited for. The wait has no time limit: a store must not
+    be closed under a callback; a callback still running is logged every `warn_every_s`, and another
+    Ctrl-C or SIGTERM does not cut the wait short (SIGKILL does).
+    """
+    nodes = list(nodes)
+    _quiesce(executor, nodes)
+    threads = _pool_threads(executor)
+    waited_since = time.monotonic()
+    for thread in threads:
+        while thread.is_alive():
+            try:
+                thread.join(warn_every_s)
+            except KeyboardInterrupt:
+                pass  # a second signal: the callback still runs, keep waiting for it
+            if thread.is_alive():
+                message = f"stopping: a callback still runs after {time.monotonic() - waited_since:.0f} s; waiting"
+                for node in nodes[:1]:
+                    node.get_logger().warning(message)
+    executor.shutdown(timeout_sec=0)  # releases its guard conditions; nothing runs any more
