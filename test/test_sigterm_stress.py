@@ -236,3 +236,30 @@ def test_sigterm_at_random_moments_never_crashes_a_node(tmp_path, reliability_co
     crashes = [r for r in results if r["crashed"]]
     assert not crashes, "\n\n".join(f"{r['name']} rc {r['rc']}:\n{r['stderr']}" for r in crashes[:3])
     assert sum(r["active"] for r in results) >= len(results) // 2  # most stops hit a running node
+
+
+@pytest.mark.reliability
+def test_a_signal_during_executor_construction_waits_until_it_is_built():
+    """SIGTERM inside MultiThreadedExecutor.__init__ left a half-built executor whose __del__ printed an
+    AttributeError traceback (1 of 200 stops); run_node builds it with the stop signals deferred."""
+    program = (
+        "import os, signal, sys\n"
+        "import rclpy\n"
+        "from rclpy.executors import MultiThreadedExecutor\n"
+        "from m3_perception.managed_node import stop_on_sigterm\n"
+        "from m3_perception.node_shutdown import stop_signals_deferred\n"
+        "stop_on_sigterm()\n"
+        "rclpy.init()\n"
+        "built = None\n"
+        "try:\n"
+        "    with stop_signals_deferred():\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        built = MultiThreadedExecutor(num_threads=2)\n"
+        "    print('not stopped')\n"
+        "except KeyboardInterrupt:\n"
+        "    print('stopped after building' if built is not None else 'stopped while building')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "stopped after building", (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr

@@ -29,7 +29,7 @@ from rclpy.signals import SignalHandlerOptions
 from rclpy.subscription import Subscription
 from rclpy.timer import Timer
 
-from m3_perception.node_shutdown import stop_executor, stop_signals_held
+from m3_perception.node_shutdown import stop_executor, stop_signals_deferred, stop_signals_held
 from m3_perception.parameter_checks import raise_parameter_problems
 
 SUCCESS = TransitionCallbackReturn.SUCCESS
@@ -222,8 +222,9 @@ def run_node(make: Callable[[], ManagedNode], name: str, args: list[str] | None,
         except Exception as error:  # noqa: BLE001 - any reason it cannot start is one line, not a traceback
             print(f"{name}: error: cannot start: {error}", file=sys.stderr)
             return 2
-        executor = MultiThreadedExecutor(num_threads=threads)
-        executor.add_node(node)
+        with stop_signals_deferred():
+            executor = MultiThreadedExecutor(num_threads=threads)
+            executor.add_node(node)
         while executor.context.ok():
             executor.spin_once(timeout_sec=SPIN_POLL_S)
     except (KeyboardInterrupt, ExternalShutdownException):
