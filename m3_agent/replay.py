@@ -71,6 +71,7 @@ class ReplayReport:
     resumed_at_s: float = 0.0  # stream time this run read from: a perception snapshot's, or 0 (the start)
     snapshot_clip: int = -1  # the clip whose perception snapshot this run resumed from (-1: none, cold start)
     stopped: str = ""  # "sigterm" or "sigint" when a signal stopped it at read_until_s ("" = it ran to the end)
+    voice_corrections_late: int = 0  # perception's voice corrections of utterances whose clip had closed
 
 
 class ReplayStopped(KeyboardInterrupt):
@@ -81,6 +82,20 @@ class ReplayStopped(KeyboardInterrupt):
         super().__init__(report["stopped"])
         self.report = report
         self.signal_name = report["stopped"]  # as node_shutdown.StopRequested: stop_name() reads it
+
+
+def apply_voice_updates(voices, matcher, windows) -> int:
+    """Perception's revisions of voices it returned before (VoicePipeline.take_updates) applied to the
+    face-voice matcher (as the perception engine does) and to the clip windows (as the memory node applies
+    IdentityUpdate); returns the corrections that came too late."""
+    from m3_memory.records import VoiceRevision
+
+    late = 0
+    for update in voices.take_updates():
+        for gone, keep in update.merges:
+            matcher.merge_voice(gone, keep)
+        late += windows.revise(VoiceRevision(round(update.stamp * NS), list(update.merges), list(update.corrections)))
+    return late
 
 
 def _pick_topic(topics: dict[str, tuple[str, int]], types: tuple[str, ...], wanted: str) -> str | None:
@@ -190,7 +205,7 @@ class Replayer:
         first_index, next_index = self._state(bag, info.start_ns)
         audio_limits = AudioLimits(p["audio_sample_rate_min"], p["audio_sample_rate_max"], p["max_audio_chunk_s"])
         min_gap_s = 1.0 / p["face_rate_hz"]
-        counts = {"frames": 0, "faces": 0, "utterances": 0, "matches": 0, "clips": 0}
+        counts = {"frames": 0, "faces": 0, "utterances": 0, "matches": 0, "clips": 0, "late": 0}
         status = ReadStatus()
         snapshots = Snapshots(self.memory_dir, self._fingerprint(bag, info.start_ns, first_index))
 
@@ -235,11 +250,8 @@ class Replayer:
         def on_voice_events(events) -> None:
             for event in events:
                 counts["utterances"] += 1
-                if not event.voice_id:
-                    # Too short to tell who spoke (a short turn near no known voice, a word cut off by the end
-                    # of a truncated recording): the memory node drops such a segment, and the memory refuses
-                    # a clip holding one.
-                    continue
+                # voice_id "" (too short to tell who spoke, or overlap): kept, as the memory node keeps it; the
+                # memory stores the line as said by someone unclear, and a revision may still name the voice.
                 add(
                     VoiceEvidence(
                         event.voice_id,
@@ -265,6 +277,7 @@ class Replayer:
                             MATCH_VOICE,
                         )
                     )
+            counts["late"] += apply_voice_updates(self.voices, self.matcher, windows)  # after the events they revise
 
         started = time.perf_counter()
         topics = [t for t in (image_topic, audio_topic) if t]
@@ -373,6 +386,7 @@ class Replayer:
             resumed_at_s=round(resumed_at_s, 3),
             snapshot_clip=-1 if resumed_label is None else resumed_label,
             stopped=stopped,
+            voice_corrections_late=counts["late"],
             **status.summary(),
         )
 

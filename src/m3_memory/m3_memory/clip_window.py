@@ -12,13 +12,19 @@ kept, so one bad message cannot open a clip far in the future. When the stream r
 new time (StampGuard's re-anchoring), the open window is closed and windows restart there, their
 indices continuing.
 
+Revisions of voices (VoiceRevision, perception's IdentityUpdate) change the evidence not yet stored:
+a corrected utterance of the open window takes its new voice; a merge renames the merged id in the
+open window and is recorded on it (ClipEvidence.voice_merges; on the next window opened when none is
+open), so that the memory, storing that clip, also merges what stored clips made of the two ids.
+A correction of an utterance stored already comes too late: `revise` counts it, the caller reports it.
+
 ClipCloser closes the open window without new evidence, in a running memory node (issue 21, D8):
 on the stream clock, and when the stream has stopped for `clip_idle_close_s` (see its docstring).
 """
 
 from __future__ import annotations
 
-from m3_memory.records import ClipEvidence, FaceEvidence, MatchEvidence, VoiceEvidence
+from m3_memory.records import ClipEvidence, FaceEvidence, MatchEvidence, VoiceEvidence, VoiceRevision
 from m3_perception.stamps import StampGuard
 
 NS = 1_000_000_000
@@ -51,6 +57,8 @@ class ClipWindows:
         self.last_stamp_ns = 0  # newest evidence stamp (lets the node tell live streams from replays)
         self.stamps = StampGuard(max_jump_s)
         self._stub = False  # the open window was restored without its evidence (see restore)
+        self._stub_held = False  # ... and it held evidence then (its clip is stored, merges with it)
+        self._pending_merges: list[tuple[str, str]] = []  # voice merges for the next window opened
 
     def _window_of(self, stamp_ns: int) -> int:
         return max(0, (stamp_ns - self._origin) // self.clip_ns)
@@ -96,6 +104,30 @@ class ClipWindows:
             clip.keyframe_jpeg = jpeg
         return closed
 
+    def revise(self, revision: VoiceRevision) -> int:
+        """Apply a revision of voices to the evidence not yet stored (see the module docstring).
+        Returns the corrections that came too late: their utterance is not in the open window."""
+        clip = self._open
+        voices = {} if clip is None else {v.segment_id: v for v in clip.voices}
+        late = 0
+        for segment_id, _previous, now in revision.corrections:
+            if segment_id in voices:
+                voices[segment_id].voice_id = now
+            else:
+                late += 1
+        merges = [(gone, into) for gone, into in revision.merges if gone != into]
+        if clip is None:
+            self._pending_merges += merges
+            return late
+        for gone, into in merges:
+            for voice in clip.voices:
+                voice.voice_id = into if voice.voice_id == gone else voice.voice_id
+            for match in clip.matches:
+                match.id1 = into if match.id1 == gone else match.id1
+                match.id2 = into if match.id2 == gone else match.id2
+        clip.voice_merges += merges
+        return late
+
     def tick(self, now_ns: int) -> list[ClipEvidence]:
         """Close the open window when the stream clock has passed its end (no evidence needed)."""
         if self._origin is None or self._open is None:
@@ -108,14 +140,19 @@ class ClipWindows:
         """Close the open window now (shutdown); returns it when it holds evidence."""
         clip, self._open = self._open, None
         stub, self._stub = self._stub, False
-        if clip is None or (clip.is_empty() and not stub):
+        if clip is None:
+            return []
+        if clip.is_empty() and not (stub and self._stub_held):
+            self._pending_merges = clip.voice_merges + self._pending_merges  # nothing stored: the next clip
+        if clip.is_empty() and not stub:
             return []
         self._window += 1
         return [] if clip.is_empty() else [clip]
 
     def checkpoint(self) -> dict:
         """Where the windows are, as JSON-able data, without the open window's evidence: a resumed
-        replay restores it at a point where that window's clip is already stored (m3_agent.replay)."""
+        replay restores it at a point where that window's clip is already stored (m3_agent.replay).
+        Voice merges not stored yet (the open window's, the pending ones) are kept."""
         clip = self._open
         return {
             "first_index": self.first_index,
@@ -124,11 +161,15 @@ class ClipWindows:
             "last_stamp_ns": self.last_stamp_ns,
             "stamps": self.stamps.state(),
             "open": None if clip is None else [clip.clip_index, clip.start_ns, clip.end_ns],
+            "open_held": clip is not None and (not clip.is_empty() or (self._stub and self._stub_held)),
+            "open_merges": [] if clip is None else [list(m) for m in clip.voice_merges],
+            "pending_merges": [list(m) for m in self._pending_merges],
         }
 
     def restore(self, state: dict) -> None:
         """Continue from a checkpoint. The open window comes back empty (its clip is stored already)
-        but closes as it would have, so the windows after it get the same indices."""
+        but closes as it would have, so the windows after it get the same indices; its voice merges go
+        where the original's went (stored with it when it held evidence, else to the next clip)."""
         origin, opened = state["origin"], state["open"]
         self.first_index, self._window = int(state["first_index"]), int(state["window"])
         self._origin = None if origin is None else int(origin)
@@ -136,6 +177,10 @@ class ClipWindows:
         self.stamps.restore(state["stamps"])
         self._open = None if opened is None else ClipEvidence(*(int(v) for v in opened))
         self._stub = opened is not None
+        self._stub_held = bool(state.get("open_held", True))  # checkpoints before voice revisions: held
+        if self._open is not None:
+            self._open.voice_merges = [(str(a), str(b)) for a, b in state.get("open_merges", [])]
+        self._pending_merges = [(str(a), str(b)) for a, b in state.get("pending_merges", [])]
 
     def _admit(self, start_ns: int, end_ns: int) -> list[ClipEvidence]:
         """Check the stamps; when the stream moved to a new time, close the open window and restart
@@ -162,6 +207,7 @@ class ClipWindows:
         if self._open is None:
             start = self._origin + self._window * self.clip_ns
             self._open = ClipEvidence(self.first_index + self._window, start, start + self.clip_ns)
+            self._open.voice_merges, self._pending_merges = self._pending_merges, []
         return self._open
 
 

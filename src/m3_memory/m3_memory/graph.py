@@ -94,6 +94,7 @@ class MemoryGraph(PeopleMixin, MemoriesMixin):
         self.lock = threading.RLock()
         self.ingest_lock = threading.RLock()  # one clip at a time (held across memorize + embed + apply)
         self.session_map: dict[str, str] = {}  # perception id -> memory entity id (this run only)
+        self.voice_merges_refused = 0  # perception voice merges of two persons who each have a face
         self.reload_needed = False
         self._load()
 
@@ -293,6 +294,7 @@ class MemoryGraph(PeopleMixin, MemoriesMixin):
                 )
             mapped[perception_id] = created
             self.session_map[perception_id] = created
+        outcome.merges += self._merge_voices(writer, clip)  # perception's revisions, before this clip's evidence
         self._observe_entities(writer, clip, mapped)
         for id1, id2, confidence, count in output.equivalences:
             merged = self._record_match(writer, id1, id2, confidence, count, clip)

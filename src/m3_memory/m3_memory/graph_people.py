@@ -6,6 +6,8 @@ every change is also handed to the clip's StoreWriter so the back-end stores it 
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from m3_memory.ann_index import CosineIndex
@@ -13,6 +15,8 @@ from m3_memory.backend import StoreWriter
 from m3_memory.errors import StoreError
 from m3_memory.records import KIND_FACE, KIND_PERSON, KIND_VOICE, ClipEvidence, EntityRecord
 from m3_memory.tags import kind_of, seq_of
+
+log = logging.getLogger(__name__)
 
 
 def usable_embedding(values) -> np.ndarray | None:
@@ -151,6 +155,38 @@ class PeopleMixin:
             if KIND_VOICE in face_person_kinds or KIND_FACE in voice_person_kinds:
                 return None
         return self._merge_persons(writer, pa, pb, clip.clip_index)
+
+    def alias_voices(self, merges: list[tuple[str, str]]) -> None:
+        """Perception found two voice ids one speaker (ClipEvidence.voice_merges): where only one of them
+        maps to a memory entity this run, the other maps there too, for the rest of the run (before the
+        clip's ids are mapped, so its renamed utterances join that entity rather than founding one)."""
+        with self.lock:
+            for gone, into in merges:
+                a, b = self.session_map.get(gone), self.session_map.get(into)
+                if a and not b:
+                    self.session_map[into] = a
+                elif b and not a:
+                    self.session_map[gone] = b
+
+    def _merge_voices(self, writer: StoreWriter, clip: ClipEvidence) -> list[tuple[str, str]]:
+        """Unite the persons of two voice ids perception merged (clip.voice_merges) when both map to
+        memory entities of different persons; the older person survives, the other stays an alias.
+        Refused (logged, counted in voice_merges_refused) when each person has a face: two humans were seen."""
+        merged = []
+        for gone, into in clip.voice_merges:
+            a, b = self.session_map.get(gone), self.session_map.get(into)
+            pa, pb = self.person_of(a) if a else None, self.person_of(b) if b else None
+            if pa is None or pb is None or pa == pb:
+                continue
+            if all(KIND_FACE in {kind_of(m) for m in self.members_of(p)} for p in (pa, pb)):
+                self.voice_merges_refused += 1
+                log.warning(
+                    "clip %d: voice merge %s -> %s refused: %s and %s each have a face (%d refused so far)",
+                    clip.clip_index, gone, into, pa, pb, self.voice_merges_refused,
+                )  # fmt: skip
+                continue
+            merged.append(self._merge_persons(writer, pa, pb, clip.clip_index))
+        return merged
 
     def _best_match(self, entity_id: str, other_kind: str) -> str | None:
         """Strongest evidence partner of the other kind: most evidence, then confidence, then lowest id."""

@@ -110,6 +110,7 @@ class Memory:
         graph = self.graph
         with graph.ingest_lock:
             graph.refresh_people()  # a fleet's people as the other robots left them (else a no-op)
+            graph.alias_voices(clip.voice_merges)  # the persons merge in apply_clip, with the clip
             first: dict[str, int] = {}
             embeddings: dict[str, list[np.ndarray]] = {}
             for face in clip.faces:

@@ -1,7 +1,8 @@
 """ROS 2 adapter of the memory: parameters, QoS, message <-> dataclass conversions; no memory logic here.
 
-Subscribes /m3/faces, /m3/voices, /m3/entity_matches (and optionally a camera topic for keyframes),
-groups evidence into clip windows on the stream clock (closed by later evidence, by the stream clock, and
+Subscribes /m3/faces, /m3/voices, /m3/entity_matches, /m3/identities/voice_updates (revisions of
+voices, applied to the clip not yet stored: m3_memory.clip_window) and optionally a camera topic for
+keyframes, groups evidence into clip windows on the stream clock (closed by later evidence, by the stream clock, and
 when the stream stops: m3_memory.clip_window), stores each closed clip (one transaction) and
 publishes it on /m3/memory/clips; serves /m3/memory/{search_node,search_clip,get_entity,get_names,get_stats}.
 """
@@ -18,19 +19,20 @@ from rclpy.clock import Clock, ClockType
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rosgraph_msgs.msg import Clock as ClockMsg
 
-from m3_interfaces.msg import ClipMemory, Entity, EntityMatch, FaceTracks, VoiceSegment
+from m3_interfaces.msg import ClipMemory, Entity, EntityMatch, FaceTracks, IdentityUpdate, VoiceSegment
 from m3_interfaces.srv import GetEntity, GetNames, GetStats, SearchClip, SearchNode
 from m3_memory import errors
 from m3_memory.assembly import clip_ingester, clip_windows, make_memorizer, memory_location, open_memory
 from m3_memory.clip_window import ClipCloser, ClipWindows
 from m3_memory.errors import MemoryApiError, ModelMissingError, StoreError
+from m3_memory.evidence_msgs import face_evidence, match_evidence, voice_evidence, voice_revision
 from m3_memory.hri_output import HriPersonsOutput
 from m3_memory.ingest_worker import ClipIngester
 from m3_memory.memory import Memory
 from m3_memory.memory_msgs import clip_msg, item_msg, request_stamp_ns, to_ns, to_time
 from m3_memory.node_parameters import PARAMETERS
 from m3_memory.query_encoders import QueryEncoders
-from m3_memory.records import ClipRecord, FaceEvidence, MatchEvidence, VoiceEvidence
+from m3_memory.records import ClipRecord
 from m3_memory.robot_ids import check_robot_id
 from m3_memory.tags import kind_of
 from m3_perception.managed_node import ManagedNode, run_node
@@ -56,6 +58,7 @@ class MemoryNode(ManagedNode):
         self.hri: HriPersonsOutput | None = None
         self.store_error = "memory node not configured"
         self.bad_stamps = 0
+        self.late_corrections = 0  # voice corrections of utterances stored already (reported, not applied)
         self.clips_stored = 0
         self.windows: ClipWindows | None = None
         self.closer: ClipCloser | None = None
@@ -105,6 +108,7 @@ class MemoryNode(ManagedNode):
         service_qos = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST, depth=1000)
         inputs = [(FaceTracks, "m3/faces", self._on_faces), (VoiceSegment, "m3/voices", self._on_voice)]
         inputs.append((EntityMatch, "m3/entity_matches", self._on_match))
+        inputs.append((IdentityUpdate, "m3/identities/voice_updates", self._on_voice_update))
         # perception's processed_until: the stream clock without use_sim_time (m3 run + m3 play, a live robot)
         inputs.append((ClockMsg, "m3/perception/processed_until", self._on_progress))
         for msg_type, topic, callback in inputs:
@@ -150,51 +154,35 @@ class MemoryNode(ManagedNode):
         for face in msg.faces:
             if not face.face_id:
                 continue  # not yet identified by perception
-            if not self._valid_id(face.face_id, ("face",)):
-                continue
-            self._add(
-                FaceEvidence(
-                    face.face_id,
-                    int(face.track_id),
-                    (face.x, face.y, face.width, face.height),
-                    float(face.score),
-                    stamp,
-                    list(face.embedding),
-                    bytes(face.crop_jpeg),
-                    float(face.quality),
-                )
-            )
+            if self._valid_id(face.face_id, ("face",)):
+                self._add(face_evidence(face, stamp))
 
     def _on_voice(self, msg: VoiceSegment) -> None:
         # No voice id: the speaker is uncertain; the line is kept and names nobody (name_mentions).
         if msg.voice_id and not self._valid_id(msg.voice_id, ("voice",)):
             return
-        self._add(
-            VoiceEvidence(
-                msg.voice_id,
-                to_ns(msg.start),
-                to_ns(msg.end),
-                msg.transcript,
-                float(msg.asr_confidence),
-                list(msg.embedding),
-                int(msg.segment_id),
-            )
-        )
+        self._add(voice_evidence(msg))
 
     def _on_match(self, msg: EntityMatch) -> None:
-        if not (self._valid_id(msg.id1, ("face", "voice")) and self._valid_id(msg.id2, ("face", "voice"))):
+        if self._valid_id(msg.id1, ("face", "voice")) and self._valid_id(msg.id2, ("face", "voice")):
+            self._add(match_evidence(msg))
+
+    def _on_voice_update(self, msg: IdentityUpdate) -> None:
+        """Perception revised earlier voices: the clip not yet stored takes the revision (merges reach
+        stored clips when it is stored); corrections of stored utterances are reported, not applied."""
+        try:
+            revision = voice_revision(msg)
+        except ValueError as error:
+            self.get_logger().warning(f"ignored voice update: {error}", throttle_duration_sec=10.0)
             return
-        self._add(
-            MatchEvidence(
-                msg.id1,
-                msg.id2,
-                float(msg.confidence),
-                int(msg.evidence_count),
-                to_ns(msg.header.stamp),
-                int(msg.id1_type),
-                int(msg.id2_type),
+        with self._ingest_lock:
+            late = self.windows.revise(revision)
+            self.late_corrections += late
+        if late:
+            self.get_logger().warning(
+                f"{late} voice correction(s) came after their clip was stored: not applied "
+                f"({self.late_corrections} so far)"
             )
-        )
 
     def _on_image(self, msg) -> None:
         if not self.windows.wants_keyframe(to_ns(msg.header.stamp)):

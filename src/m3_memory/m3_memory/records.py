@@ -76,9 +76,22 @@ class ClipEvidence:
     matches: list[MatchEvidence] = field(default_factory=list)
     keyframe_jpeg: bytes = b""  # the clip's first frame, stored with it
     keyframes: list[tuple[int, bytes]] = field(default_factory=list)  # (stamp_ns, JPEG) spread over the clip
+    # (merged perception voice id, id it joined): revisions made while the clip was open (VoiceRevision);
+    # the memory merges what earlier, stored clips made of the two ids when it stores this clip
+    voice_merges: list[tuple[str, str]] = field(default_factory=list)
 
     def is_empty(self) -> bool:
         return not (self.faces or self.voices or self.matches)
+
+
+@dataclass
+class VoiceRevision:
+    """Perception's revision of earlier voice assignments (IdentityUpdate, kind VOICE): ids found to be
+    one speaker, and utterances given to another voice. Published, never applied silently."""
+
+    stamp_ns: int  # stream time the revision covers up to
+    merges: list[tuple[str, str]] = field(default_factory=list)  # (merged id, id it joined), in order
+    corrections: list[tuple[int, str, str]] = field(default_factory=list)  # (segment_id, previous, now; "" none)
 
 
 @dataclass

@@ -19,6 +19,7 @@ from m3_perception.speaker_activity import ActivityParams
 from m3_perception.speaker_turns import TurnParams
 from m3_perception.utterances import SegmenterParams
 from m3_perception.voice_pipeline import VoiceParams, VoicePipeline
+from m3_perception.voice_revision import RevisionParams
 
 ASR_BACKENDS = ("faster_whisper", "pocketsphinx", "openai", "whisper", "none")
 FACE_BACKENDS = ("dlib", "insightface")
@@ -258,6 +259,15 @@ def build_pipelines(
             ),
             turn_mode=p["turn_mode"],
             segmentation_min_s=p["turn_segmentation_min_s"],
+            revision=RevisionParams(
+                enabled=p["voice_revision"],
+                every_s=p["voice_revision_every_s"],
+                window_s=p["voice_revision_window_s"],
+                merge_cosine=p["voice_merge_cosine"],
+                merge_cosine_narrowband=p["voice_merge_cosine_narrowband"],
+                margin=p["voice_revision_margin"],
+                min_pooled_s=p["turn_min_s"] * 2,
+            ),
             activity=ActivityParams(
                 step_s=p["turn_segmentation_step_s"],
                 onset=p["turn_segmentation_onset"],

@@ -32,20 +32,25 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
 def pipeline_events(voices: Any, vad_model: str, samples: Any) -> tuple[list[tuple[float, float, str]], int]:
     """A fresh VoicePipeline with the bench pipeline's speaker encoder, segmentation model and
     VoiceParams (turn splitting and clustering as configured) and its own VAD, no ASR (text plays no
-    part in DER), fed 0.1 s chunks. Returns its labelled events (start, end, voice_id) and its number
-    of voices. Events with voice_id "" (a short turn near no known voice, or overlapped speech given
-    to no voice) are left out: they count as missed speech."""
+    part in DER), fed 0.1 s chunks. Returns its labelled events (start, end, voice_id), its revisions
+    applied (voice_revision.final_voices), and its number of voices (merged ones not counted). Events
+    with voice_id "" (a short turn near no known voice, or overlapped speech given to no voice) are left
+    out: they count as missed speech."""
     from m3_perception.vad import SileroVad
     from m3_perception.voice_pipeline import VoicePipeline
+    from m3_perception.voice_revision import final_voices
 
     pipe = VoicePipeline(
         SileroVad(vad_model), voices.encoder, None, voices.p, activity_model=getattr(voices, "activity_model", None)
     )
-    events = []
+    events, updates = [], []
     for i in range(0, len(samples), 1600):
         events += pipe.feed(samples[i : i + 1600], i / 16000)
+        updates += pipe.take_updates()
     events += pipe.flush()
-    return [(e.start, e.end, e.voice_id) for e in events if e.voice_id], len(pipe.clusters.identities)
+    updates += pipe.take_updates()
+    standing = sum(not i.merged_into for i in pipe.clusters.identities.values())
+    return final_voices(events, updates), standing
 
 
 def score(reference: Sequence[tuple[float, float, str]], hypothesis: Sequence[tuple[float, float, str]]) -> dict:

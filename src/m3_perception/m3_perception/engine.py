@@ -19,6 +19,7 @@ from m3_perception.face_pipeline import FaceObs, FacePipeline
 from m3_perception.face_voice_matcher import FaceVoiceMatcher, MatchCandidate
 from m3_perception.identity_clusters import IdentityClusters, IdentityState
 from m3_perception.voice_pipeline import VoiceEvent, VoicePipeline
+from m3_perception.voice_revision import VoiceUpdate
 
 
 @dataclass
@@ -41,6 +42,7 @@ class EngineCallbacks:
     on_match: Callable[[MatchCandidate], None]
     on_identities: Callable[[str, float, list[IdentityState]], None]  # kind "face"/"voice", stamp, all
     on_error: Callable[[str, Exception], None]  # worker failure: logged by the node, work goes on
+    on_voice_update: Callable[[VoiceUpdate], None] | None = None  # a revision of voices already published
 
 
 class PerceptionEngine:
@@ -232,6 +234,13 @@ class PerceptionEngine:
                         if cand is not None:
                             self.cb.on_match(cand)
                         self._maybe_publish_identities("voice", self.voices.clusters, ev.end, ev.new_identity)
+                    for update in self.voices.take_updates():  # after the events they revise
+                        with self._match_lock:
+                            for gone, keep in update.merges:
+                                self.matcher.merge_voice(gone, keep)
+                        if self.cb.on_voice_update is not None:
+                            self.cb.on_voice_update(update)
+                        self._maybe_publish_identities("voice", self.voices.clusters, update.stamp, bool(update.merges))
             except Exception as e:  # noqa: BLE001 - bad audio must never stop the node
                 self.cb.on_error("voice processing failed", e)
             finally:

@@ -63,3 +63,11 @@ class FaceVoiceMatcher:
             return None
         confidence = count / (self.voice_utterances[voice_id] + 1)
         return MatchCandidate(face, voice_id, float(confidence), count, end)
+
+    def merge_voice(self, gone: str, keep: str) -> None:
+        """A revision folded voice `gone` into `keep` (voice_revision): its evidence counts for `keep`."""
+        for (face, voice), n in list(self.pairs.items()):
+            if voice == gone:
+                self.pairs[(face, keep)] += n
+                del self.pairs[(face, voice)]
+        self.voice_utterances[keep] += self.voice_utterances.pop(gone, 0)

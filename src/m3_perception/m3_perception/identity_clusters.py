@@ -22,6 +22,7 @@ class IdentityState:
     observation_count: int = 0
     exemplars: list[np.ndarray] = field(default_factory=list)
     crops: list[tuple[float, bytes]] = field(default_factory=list)  # (quality, jpeg), best first
+    merged_into: str = ""  # the identity this one was merged into (its id stays taken, never reused)
 
     def best_crop(self) -> bytes:
         return self.crops[0][1] if self.crops else b""
@@ -62,6 +63,8 @@ class IdentityClusters:
         """Closest identity and its distance (see `distance`); (None, inf) when empty."""
         best, best_d = None, float("inf")
         for ident in self.identities.values():
+            if ident.merged_into:
+                continue
             d = self.distance(ident.id, emb)
             if d < best_d:
                 best, best_d = ident.id, d
@@ -106,6 +109,26 @@ class IdentityClusters:
         crops.sort(key=lambda c: -c[0])
         del crops[self.max_crops :]
         return True
+
+    def merge(self, gone: str, keep: str) -> None:
+        """Fold identity `gone` into `keep` (a revision found them one person): exemplars, counts and
+        times move; `gone` stays, marked merged, so its id is never given again."""
+        if gone == keep or self.identities[keep].merged_into:
+            raise ValueError(f"cannot merge {gone} into {keep}")
+        a, b = self.identities[gone], self.identities[keep]
+        for emb in a.exemplars:
+            self.add_exemplar(b, emb)
+        b.observation_count += a.observation_count
+        b.first_seen, b.last_seen = min(a.first_seen, b.first_seen), max(a.last_seen, b.last_seen)
+        a.exemplars, a.merged_into = [], keep
+
+    def move_exemplar(self, emb: np.ndarray, src: str, dst: str) -> None:
+        """An observation revised from `src` to `dst`: its exemplar (if kept) moves with it."""
+        ex = self.identities[src].exemplars
+        kept = [k for k, e in enumerate(ex) if np.array_equal(e, emb)]
+        if kept and len(ex) > 1:
+            del ex[kept[0]]
+        self.add_exemplar(self.identities[dst], np.asarray(emb, np.float32))
 
     def add_exemplar(self, ident: IdentityState, emb: np.ndarray) -> None:
         # Skip near-duplicates so the exemplar budget covers varied poses/utterances.

@@ -21,9 +21,10 @@ from m3_perception.face_voice_matcher import FaceVoiceMatcher
 from m3_perception.identity_clusters import IdentityClusters, IdentityState
 from m3_perception.iou_tracker import IouTracker, Track
 from m3_perception.voice_pipeline import VoicePipeline
+from m3_perception.voice_revision import Turn
 
 FORMAT = "m3-perception-identity-state"
-VERSION = 1
+VERSION = 2
 
 
 class StateError(ValueError):
@@ -63,6 +64,7 @@ def _clusters(c: IdentityClusters, out: Arrays) -> list[dict]:
             "count": i.observation_count,
             "exemplars": [out.put(e) for e in i.exemplars],
             "crops": [[float(q), out.put(j)] for q, j in i.crops],
+            "merged_into": i.merged_into,
         }
         for i in c.identities.values()
     ]
@@ -75,6 +77,7 @@ def _load_clusters(template: IdentityClusters, data: list[dict], arrays: Arrays)
         ident = IdentityState(str(d["id"]), float(d["first_seen"]), float(d["last_seen"]), int(d["count"]))
         ident.exemplars = [arrays.get(k) for k in d["exemplars"]]
         ident.crops = [(float(q), arrays.bytes(k)) for q, k in d["crops"]]
+        ident.merged_into = str(d["merged_into"])
         c.identities[ident.id] = ident
     return c
 
@@ -138,6 +141,13 @@ def _voices(v: VoicePipeline, out: Arrays) -> dict:
         "clock": {"anchors": [[i, t] for i, t in v.clock._anchors], "samples": v.clock.samples},
         "next_segment": v._next_segment,
         "vad": {"state": out.put(v.vad._state), "context": out.put(v.vad._context)},
+        "revision": {
+            "next_at": v.reviser.next_at,
+            "turns": [
+                [t.segment_id, t.voice_id, t.start, t.end, out.put(t.embedding), out.put(t.samples), *t.flags()]
+                for t in v.reviser.turns
+            ],
+        },
     }
 
 
@@ -163,6 +173,11 @@ def _load_voices(v: VoicePipeline, d: dict, a: Arrays) -> dict[str, Any]:
         "samples": int(d["clock"]["samples"]),
         "next_segment": int(d["next_segment"]),
         "vad": (vad_state, vad_context),
+        "next_at": None if d["revision"]["next_at"] is None else float(d["revision"]["next_at"]),
+        "turns": [
+            Turn(int(seg), str(voice), float(t0), float(t1), a.get(e), a.get(x, np.float32), *map(bool, flags))
+            for seg, voice, t0, t1, e, x, *flags in d["revision"]["turns"]
+        ],
     }
 
 
@@ -226,4 +241,5 @@ def restore(
     voices._probs, voices._probs_end, voices.clusters = v["probs"], v["probs_end"], v["clusters"]
     voices.clock._anchors, voices.clock.samples, voices._next_segment = v["anchors"], v["samples"], v["next_segment"]
     voices.vad._state, voices.vad._context = v["vad"]
+    voices.reviser.clusters, voices.reviser.turns, voices.reviser.next_at = v["clusters"], v["turns"], v["next_at"]
     matcher._frames, matcher.pairs, matcher.voice_utterances = m["frames"], m["pairs"], m["voice_utterances"]

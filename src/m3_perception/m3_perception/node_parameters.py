@@ -114,6 +114,29 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
             1.0,
         ),
     ),
+    "voice_revision": (
+        True,
+        ParameterDescriptor(
+            description="re-cluster recent turns once later ones are known; merges and moved turns are published on "
+            "m3/identities/voice_updates"
+        ),
+    ),
+    "voice_revision_every_s": (5.0, _float("revise recent voices this often, on the stream clock [s]", 0.5, 600.0)),
+    "voice_revision_window_s": (30.0, _float("turns that ended this recently are revised [s]", 2.0, 600.0)),
+    "voice_merge_cosine": (
+        0.5,
+        _float(
+            "a voice founded in the revision window joins an older voice this near (pooled; campplus 0.5)", 0.0, 1.0
+        ),
+    ),
+    "voice_merge_cosine_narrowband": (
+        0.7,
+        _float("voice_merge_cosine for a voice heard through a narrow-band (phone) channel (campplus 0.7)", 0.0, 1.0),
+    ),
+    "voice_revision_margin": (
+        0.1,
+        _float("a turn moves to another voice only when nearer to it than to its own by this cosine", 0.0, 1.0),
+    ),
     "turn_split": (
         True,
         ParameterDescriptor(description="cut a voiced segment where the speaker changes (back-to-back turns)"),

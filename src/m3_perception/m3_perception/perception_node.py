@@ -27,6 +27,7 @@ from m3_interfaces.msg import (
     FaceTracks,
     Identity,
     IdentityList,
+    IdentityUpdate,
     VoiceSegment,
 )
 from m3_perception.assembly import build_pipelines
@@ -43,6 +44,7 @@ from m3_perception.parameter_checks import declare_checked
 from m3_perception.ros_conventions import PerceptionConventions
 from m3_perception.stamps import StampGuard, StampRejected, header_ns
 from m3_perception.voice_pipeline import VoiceEvent
+from m3_perception.voice_revision import VoiceUpdate
 
 NODE_NAME = "perception_node"
 WARN_THROTTLE_S = 5.0
@@ -118,6 +120,7 @@ class PerceptionNode(ManagedNode):
         self.pub_matches = self.lifecycle_publisher(EntityMatch, "m3/entity_matches", outputs)
         self.pub_face_ids = self.lifecycle_publisher(IdentityList, "m3/identities/faces", latched)
         self.pub_voice_ids = self.lifecycle_publisher(IdentityList, "m3/identities/voices", latched)
+        self.pub_voice_updates = self.lifecycle_publisher(IdentityUpdate, "m3/identities/voice_updates", outputs)
         # Stream time processed so far: `m3 play --keep-up` paces on it (as fast as perception keeps up).
         self.pub_progress = self.lifecycle_publisher(Clock, "m3/perception/processed_until", 10)
         self._progress_sent = float("-inf")
@@ -128,7 +131,9 @@ class PerceptionNode(ManagedNode):
             faces,
             voices,
             matcher,
-            EngineCallbacks(self._on_faces, self._on_voice, self._on_match, self._on_identities, self._on_error),
+            EngineCallbacks(
+                self._on_faces, self._on_voice, self._on_match, self._on_identities, self._on_error, self._on_update
+            ),
             face_rate_hz=g("face_rate_hz").value,
             max_audio_backlog_s=g("max_audio_backlog_s").value,
             identities_period_s=g("identities_period_s").value,
@@ -321,9 +326,27 @@ class PerceptionNode(ManagedNode):
                     first_seen=to_time(i.first_seen),
                     last_seen=to_time(i.last_seen),
                     crop_jpeg=list(i.best_crop()),
+                    merged_into=i.merged_into,
                 )
             )
         (self.pub_face_ids if kind == "face" else self.pub_voice_ids).publish(msg)
+
+    def _on_update(self, u: VoiceUpdate) -> None:
+        """Publish a revision of voices (merges, moved turns) and say it in the log: never a silent rename."""
+        self.pub_voice_updates.publish(
+            IdentityUpdate(
+                header=Header(stamp=to_time(u.stamp), frame_id=self._audio_frame),
+                kind=EntityMatch.VOICE,
+                merged_ids=[gone for gone, _ in u.merges],
+                merged_into=[keep for _, keep in u.merges],
+                segment_ids=[seg for seg, _, _ in u.corrections],
+                previous_ids=[before for _, before, _ in u.corrections],
+                corrected_ids=[now for _, _, now in u.corrections],
+            )
+        )
+        said = [f"{gone} is {keep}" for gone, keep in u.merges]
+        said += [f"utterance {seg}: {before or 'nobody'} -> {now or 'nobody'}" for seg, before, now in u.corrections]
+        self.get_logger().info(f"voices revised at {u.stamp:.1f} s: {'; '.join(said)}")
 
     def _on_error(self, what: str, e: Exception) -> None:
         self.get_logger().warning(f"{what}: {type(e).__name__}: {e}", throttle_duration_sec=WARN_THROTTLE_S)

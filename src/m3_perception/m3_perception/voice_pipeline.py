@@ -18,6 +18,7 @@ from m3_perception.speaker_turns import TurnParams, split_turns
 from m3_perception.utterances import RATE, SegmenterParams, Utterance, UtteranceSegmenter
 from m3_perception.vad import FRAME, SileroVad
 from m3_perception.voice_encoder import EMBEDDING_MODEL, MIN_SAMPLES, VoiceEncoder
+from m3_perception.voice_revision import RevisionParams, Turn, VoiceReviser, VoiceUpdate
 
 
 @dataclass
@@ -34,6 +35,7 @@ class VoiceParams:
     turn_mode: str = "both"
     activity: ActivityParams = field(default_factory=ActivityParams)
     segmentation_min_s: float = 1.0  # voiced segments shorter than this are one turn, unsegmented [s]
+    revision: RevisionParams = field(default_factory=RevisionParams)  # recent turns re-clustered (voice_revision)
 
 
 TURN_MODES = ("segmentation", "embedding", "both")
@@ -122,6 +124,8 @@ class VoicePipeline:
         self.clusters = IdentityClusters(
             "voice", cosine_to_l2(self.p.match_cosine), self.p.max_exemplars, 0, centroid=True
         )
+        self.reviser = VoiceReviser(self.p.revision, self.clusters, encoder, self.p.match_cosine)
+        self._updates: list[VoiceUpdate] = []  # revisions not yet taken (take_updates)
         self.clock = StreamClock()
         self.embedding_model = getattr(encoder, "embedding_model", EMBEDDING_MODEL)
         self._next_segment = 1
@@ -129,7 +133,8 @@ class VoicePipeline:
         self.on_asr_error: Callable[[Exception], None] | None = None
         # totals, for the bench; "turns": the windowed embeddings looking for speaker changes,
         # "segmentation": the segmentation model and its post-processing
-        self.timings_ms: dict[str, float] = {"vad": 0.0, "segmentation": 0.0, "turns": 0.0, "speaker": 0.0, "asr": 0.0}
+        stages = ("vad", "segmentation", "turns", "speaker", "asr", "revision")
+        self.timings_ms: dict[str, float] = dict.fromkeys(stages, 0.0)
 
     def _frame_prob(self, frame: np.ndarray) -> float:
         p = self.vad.frame_prob(frame)
@@ -157,10 +162,41 @@ class VoicePipeline:
         t0 = time.perf_counter()
         utterances = self.segmenter.feed(samples)
         self.timings_ms["vad"] += (time.perf_counter() - t0) * 1000
-        return events + [ev for u in utterances for ev in self._finish(u)]
+        return self._revise(events + [ev for u in utterances for ev in self._finish(u)], final=False)
 
     def flush(self) -> list[VoiceEvent]:
-        return [ev for u in self.segmenter.flush() for ev in self._finish(u)]
+        return self._revise([ev for u in self.segmenter.flush() for ev in self._finish(u)], final=True)
+
+    def take_updates(self) -> list[VoiceUpdate]:
+        """Revisions of turns already returned, made since the last call (publish them after the events
+        returned with them)."""
+        updates, self._updates = self._updates, []
+        return updates
+
+    def _revise(self, events: list[VoiceEvent], final: bool) -> list[VoiceEvent]:
+        """Revise recent turns when due (voice_revision; at the end of the stream always). A change to
+        a turn of `events` (not yet returned) is made in the event itself; changes to turns returned
+        before are kept as an update for take_updates."""
+        now = self.clock.time_of(self.clock.samples)
+        if not (self.reviser.due(now) or (final and self.reviser.turns and self.p.revision.enabled)):
+            return events
+        t0 = time.perf_counter()
+        update = self.reviser.revise(now)
+        self.timings_ms["revision"] += (time.perf_counter() - t0) * 1000
+        mine = {ev.segment_id: ev for ev in events}
+        into = dict(update.merges)
+        for ev in events:
+            ev.voice_id = into.get(ev.voice_id, ev.voice_id)
+        published = []
+        for seg, before, now_id in update.corrections:
+            if seg in mine:
+                mine[seg].voice_id = now_id
+            else:
+                published.append((seg, before, now_id))
+        update.corrections = published
+        if update:
+            self._updates.append(update)
+        return events
 
     def _break(self) -> list[VoiceEvent]:
         """The next chunk is stamped back in time (a recording played again): complete the last VAD
@@ -239,9 +275,9 @@ class VoicePipeline:
         self.timings_ms["speaker"] += (time.perf_counter() - t0) * 1000
         start, end = self.clock.time_of(start_i), self.clock.time_of(end_i)
         # Overlapped speech holds two voices: its embedding would pull any voice towards the other.
-        cosine = self.p.match_cosine
-        if self.p.match_cosine_narrowband > cosine and is_narrowband(x):
-            cosine = self.p.match_cosine_narrowband  # never looser than wide-band: the band brings voices closer
+        # A narrow-band (telephone) turn is matched at its own, stricter threshold: the band brings voices closer.
+        narrow = not overlap and self.p.match_cosine_narrowband > self.p.match_cosine and is_narrowband(x)
+        cosine = self.p.match_cosine_narrowband if narrow else self.p.match_cosine
         duration_s = (end_i - start_i) / RATE
         voice_id, created = ("", False) if overlap else self._identify(emb, start, duration_s, cosine_to_l2(cosine))
         if voice_id:
@@ -259,6 +295,9 @@ class VoicePipeline:
         self.timings_ms["asr"] += (time.perf_counter() - t2) * 1000
         ev = VoiceEvent(self._next_segment, voice_id, start, end, text, emb, created, overlap)
         self._next_segment += 1
+        short = duration_s < self.p.turns.min_turn_s
+        audio = np.array(x, np.float32)
+        self.reviser.add(Turn(ev.segment_id, voice_id, start, end, emb, audio, short, overlap, narrow))
         return ev
 
     def _identify(self, emb: np.ndarray, stamp: float, duration_s: float, max_distance: float) -> tuple[str, bool]:

@@ -78,6 +78,8 @@ def _step(pipes, stamp: float, kind: str, data) -> list[tuple]:
         out.append(("voice", e.segment_id, e.voice_id, round(e.start, 6), round(e.end, 6), e.new_identity))
         if match is not None:
             out.append(("match", match.face_id, match.voice_id, match.evidence_count))
+    for u in voices.take_updates():  # revisions (voice_revision) look back at turns from before the cut
+        out.append(("revision", round(u.stamp, 6), tuple(u.merges), tuple(u.corrections)))
     return out
 
 
@@ -97,6 +99,9 @@ def test_restored_pipelines_continue_exactly_like_the_originals(encoders, stream
     assert {r[2] for r in reported if r[0] == "voice"} >= {"voice_1", "voice_2"}  # both known voices came back
     assert {r[1] for r in reported if r[0] == "face"} == {"face_1", "face_2"}
     assert not any(r[-1] for r in reported if r[0] in ("face", "voice"))  # nobody new after the restore
+    assert restored[1].reviser.turns and [t.segment_id for t in restored[1].reviser.turns] == [
+        t.segment_id for t in original[1].reviser.turns
+    ]  # the revision window came back with the rest
 
 
 def _damaged(path) -> dict[str, bytes]:
