@@ -23,6 +23,9 @@ from dataclasses import dataclass
 import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+
+from m3_perception.node_shutdown import stop_executor, stop_signals_deferred, stop_signals_held
 
 NODE_NAMES = ("perception_node", "memory_node", "control_node")
 MEMORY_TRANSPORTS = ("direct", "service")
@@ -242,31 +245,39 @@ def running_nodes(
 ) -> Iterator[tuple[list[Node], MultiThreadedExecutor]]:
     """rclpy initialised with the parameter files, the selected nodes created and added to one
     MultiThreadedExecutor (not yet spinning); everything torn down on exit. memory_transport: see
-    memory_transport_for (None: direct when memory and control both run here)."""
+    memory_transport_for (None: direct when memory and control both run here).
+
+    Stopping is ordered as in managed_node.run_node: rclpy's signal handlers are not installed, so
+    Ctrl-C (and SIGTERM after stop_on_sigterm, or a StopSignals) is a KeyboardInterrupt in the main
+    thread while the context stays up; on exit running goals end and are answered (stop_executor),
+    then the nodes are destroyed, then the context goes. Call it from the main thread."""
     params_file = params_file or default_params_file()
     if not os.path.isfile(params_file):
         raise FileNotFoundError(f"parameter file not found: {params_file}")
     check_parameters(params_file, overrides)  # before rclpy, a node or a store is made
     merged_file = parameters_file(params_file, overrides)
-    try:
-        rclpy.init(args=["m3", "--ros-args", "--params-file", merged_file, *(ros_args or [])])
+    try:  # no rclpy signal handlers: they would shut the context down under a running goal (run_node's why)
+        args = ["m3", "--ros-args", "--params-file", merged_file, *(ros_args or [])]
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     finally:
         os.unlink(merged_file)  # rcl has read it
     nodes: list[Node] = []
-    # More threads than the default: a running goal holds one while its memory replies need another.
-    executor = MultiThreadedExecutor(num_threads=max(4, os.cpu_count() or 1))
+    executor: MultiThreadedExecutor | None = None
     try:
+        with stop_signals_deferred():  # a signal inside its __init__ leaves a half-built executor
+            # More threads than the default: a running goal holds one while its memory replies need another.
+            executor = MultiThreadedExecutor(num_threads=max(4, os.cpu_count() or 1))
         nodes = create_nodes(selected, memory_transport)
         for node in nodes:
             executor.add_node(node)
         yield nodes, executor
     finally:
-        from m3_perception.node_shutdown import stop_executor
-
-        stop_executor(executor, nodes)  # no callback runs when the nodes go: rclpy's shutdown does not wait
-        for node in nodes:
-            node.destroy_node()
-        rclpy.try_shutdown()
+        with stop_signals_held():  # a second signal does not cut the ordered stop short
+            if executor is not None:
+                stop_executor(executor, nodes)  # no callback runs when the nodes go: rclpy's shutdown does not wait
+            for node in nodes:
+                node.destroy_node()
+            rclpy.try_shutdown()
 
 
 def run(

@@ -1,8 +1,8 @@
 """Issue 21, D2 and D5: a bad parameter value or type, or a misspelt parameter name, given by `--set`, a
 params file or `--ros-args -p`, is "cannot configure: <why>" (the closest known name for a typo) and exit
-status 2 from `m3 run`, `m3 node` and the node commands - never a traceback, never silently ignored, and
-nothing created (no store under ~/.m3). An integer where a float is declared is accepted. Real commands,
-run as subprocesses with HOME pointing at an empty directory."""
+status 2 from `m3 run`, `m3 node`, `m3 replay`, `m3 eval`, `m3 demo` and the node commands - never a
+traceback, never silently ignored, and nothing created (no store under ~/.m3). An integer where a float is
+declared is accepted. Real commands, run as subprocesses with HOME pointing at an empty directory."""
 
 from __future__ import annotations
 
@@ -111,6 +111,45 @@ def test_a_misspelt_name_for_one_node_is_refused(tmp_path, command):
 )
 def test_a_bad_value_for_a_node_command_is_refused(tmp_path, command, why):
     _refused(_run(command, tmp_path), why, tmp_path)
+
+
+OFFLINE = {  # the commands that read node parameters without running the nodes' own checks
+    "replay": ["m3", "replay", "{bag}", "--memory", "{dir}", "--llm", "none"],
+    "eval": ["m3", "eval", "--annotations", "{bag}.json", "--episodes", "{dir}", "--llm", "none"],
+    "demo": ["m3", "demo", "--out", "{dir}", "--llm", "none"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(OFFLINE))
+@pytest.mark.parametrize(
+    ("setting", "why"),
+    [
+        ("memory_node.clip_seconds=0.0", RANGE),
+        ("perception_node.face_rate_hz=fast", "cannot configure: parameter 'face_rate_hz' must be a float, got string"),
+        ("control_node.temprature=0.2", "unknown parameter 'temprature' (did you mean 'temperature'?)"),
+    ],
+    ids=["range", "type", "typo"],
+)
+def test_offline_commands_refuse_a_bad_set_as_m3_run_does(tmp_path, name, setting, why):
+    """m3 replay / eval / demo: a bad --set is "<node>: cannot configure: <why>", exit 2, before a recording is
+    read or a memory directory made (the bag here does not exist: reading it first would be another error)."""
+    out = tmp_path / "out"
+    command = [part.format(bag=tmp_path / "missing", dir=out) for part in OFFLINE[name]]
+    result = _run([*command, "--set", setting], tmp_path)
+    _refused(result, why, tmp_path, out)
+    assert f"m3 {name}: error: " in result.stderr, result.stderr[-2000:]
+
+
+def test_replay_checks_its_params_file_and_accepts_an_integer_for_a_float(tmp_path):
+    store = tmp_path / "store"
+    replay = [part.format(bag=tmp_path / "missing", dir=store) for part in OFFLINE["replay"]]
+    result = _run([*replay, "--params-file", str(_params_file(tmp_path, memroy_dir="/tmp/x"))], tmp_path)
+    _refused(result, TYPO, tmp_path, store)
+    result = _run(
+        [*replay, "--set", "memory_node.clip_seconds=30", "--set", "perception_node.face_rate_hz=2"], tmp_path
+    )
+    assert "cannot configure" not in result.stderr, result.stderr[-2000:]  # past the check: the missing recording
+    assert "recording not found" in result.stderr and "Traceback" not in result.stderr, result.stderr[-2000:]
 
 
 def test_the_checks_themselves():

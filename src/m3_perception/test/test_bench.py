@@ -21,7 +21,7 @@ def test_bench_prints_json_figures(capsys) -> None:
     assert 0.0 <= fig["asr_wer_all"] <= 1.0 and fig["realtime_factor"] > 0
     assert fig["asr_wer"] == fig["asr_wer_by_voice"].get("slt")  # the HTS voice's figure (None if it never spoke)
     stages = {"face_detect", "face_embed", "vad", "turns", "speaker", "asr"}
-    assert stages <= set(fig["stage_ms_total"]) <= stages | {"segmentation"}  # the segmentation model's, if used
+    assert stages <= set(fig["stage_ms_total"]) <= stages | {"segmentation", "revision"}  # models used, if any
     # real speech: the configured ASR on LibriVox, DER of a real five-speaker conversation
     assert 0.0 <= fig["asr_wer_real"] <= 0.05
     assert fig["der_real_speakers"] >= 3 and fig["der_real_voices"] >= 1 and 0.0 <= fig["der_real"] <= 1.0
