@@ -94,6 +94,8 @@ def apply_voice_updates(voices, matcher, windows) -> int:
     for update in voices.take_updates():
         for gone, keep in update.merges:
             matcher.merge_voice(gone, keep)
+        for voice, new, face in update.splits:
+            matcher.split_voice(voice, new, face)
         late += windows.revise(VoiceRevision(round(update.stamp * NS), list(update.merges), list(update.corrections)))
     return late
 
@@ -250,6 +252,7 @@ class Replayer:
         def on_voice_events(events) -> None:
             for event in events:
                 counts["utterances"] += 1
+                self.voices.attribute(event, self.matcher.dominant_face(event.start, event.end))
                 # voice_id "" (too short to tell who spoke, or overlap): kept, as the memory node keeps it; the
                 # memory stores the line as said by someone unclear, and a revision may still name the voice.
                 add(

@@ -31,7 +31,8 @@ NOT_NAMES = frozenset(
     thirsty late early right wrong new old very really just also too again all everyone everybody guys folks friend
     friends buddy man sir madam maam dear honey much lot so going coming looking trying doing being having getting
     sorry afraid excited bored cold hot sick alright over out up down off interesting nice cool amazing awesome
-    hello hi hey thanks thank bye goodbye morning evening afternoon night tonight today tomorrow now then still only
+    hello hi hey thanks thank bye goodbye welcome congratulations congrats cheers morning evening afternoon night
+    tonight today tomorrow now then still only
     about like love one two three four five something nothing anything everything someone somebody anyone
     look listen wait come see guess remember honestly anyway please excuse pardon maybe actually um uh oh ah wow
     hmm married single divorced retired pregnant allergic vegetarian vegan afraid do does did can could would will

@@ -38,6 +38,8 @@ from m3_memory.rules_memorizer import RulesMemorizer
         ("Tomasz, from accounts.", []),  # answers "who?": spoken to nobody
         ("I'm tired, thank you very much.", []),
         ("hi there, i'm going home", []),
+        ("Welcome you sir, I'm Dana.", [Mention("Dana", "self")]),  # a greeting opening the line is no name
+        ("Congratulations, you passed!", []),
     ],
 )
 def test_each_role_is_read_from_its_cue_words(line, expected):

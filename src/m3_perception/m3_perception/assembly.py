@@ -18,6 +18,7 @@ from m3_perception.identity_clusters import cosine_to_l2
 from m3_perception.speaker_activity import ActivityParams
 from m3_perception.speaker_turns import TurnParams
 from m3_perception.utterances import SegmenterParams
+from m3_perception.voice_faces import FaceSplitParams
 from m3_perception.voice_pipeline import VoiceParams, VoicePipeline
 from m3_perception.voice_revision import RevisionParams
 
@@ -267,6 +268,11 @@ def build_pipelines(
                 merge_cosine_narrowband=p["voice_merge_cosine_narrowband"],
                 margin=p["voice_revision_margin"],
                 min_pooled_s=p["turn_min_s"] * 2,
+                faces=FaceSplitParams(
+                    enabled=p["voice_face_split"],
+                    min_turns=p["voice_face_split_min_turns"],
+                    min_share=p["voice_face_split_share"],
+                ),
             ),
             activity=ActivityParams(
                 step_s=p["turn_segmentation_step_s"],

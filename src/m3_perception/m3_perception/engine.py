@@ -228,6 +228,9 @@ class PerceptionEngine:
                     self.stats.voice_ms.append((time.perf_counter() - t0) * 1000)
                     for ev in events:
                         self.stats.utterances += 1
+                        with self._match_lock:
+                            face = self.matcher.dominant_face(ev.start, ev.end)
+                        self.voices.attribute(ev, face)
                         self.cb.on_voice(ev)
                         with self._match_lock:
                             cand = self.matcher.on_utterance(ev.voice_id, ev.start, ev.end)
@@ -238,6 +241,8 @@ class PerceptionEngine:
                         with self._match_lock:
                             for gone, keep in update.merges:
                                 self.matcher.merge_voice(gone, keep)
+                            for voice, new, face in update.splits:
+                                self.matcher.split_voice(voice, new, face)
                         if self.cb.on_voice_update is not None:
                             self.cb.on_voice_update(update)
                         self._maybe_publish_identities("voice", self.voices.clusters, update.stamp, bool(update.merges))

@@ -45,16 +45,21 @@ class FaceVoiceMatcher:
         while self._frames and self._frames[0][0] < stamp - self.p.history_s:
             self._frames.popleft()
 
+    def dominant_face(self, start: float, end: float) -> str | None:
+        """The face dominant in at least `min_frame_fraction` of the frames of [start, end], or None."""
+        window = [f for t, f in self._frames if start <= t <= end]
+        if not window:
+            return None
+        face, n = Counter(window).most_common(1)[0]
+        return face if face is not None and n >= self.p.min_frame_fraction * len(window) else None
+
     def on_utterance(self, voice_id: str, start: float, end: float) -> MatchCandidate | None:
         """Record one utterance; return the updated candidate for its best face, if strong enough.
         An utterance of no known voice (voice_id "", a short turn) is no evidence."""
         if not voice_id:
             return None
-        window = [f for t, f in self._frames if start <= t <= end]
-        if not window:
-            return None
-        face, n = Counter(window).most_common(1)[0]
-        if face is None or n < self.p.min_frame_fraction * len(window):
+        face = self.dominant_face(start, end)
+        if face is None:
             return None
         self.pairs[(face, voice_id)] += 1
         self.voice_utterances[voice_id] += 1
@@ -71,3 +76,12 @@ class FaceVoiceMatcher:
                 self.pairs[(face, keep)] += n
                 del self.pairs[(face, voice)]
         self.voice_utterances[keep] += self.voice_utterances.pop(gone, 0)
+
+    def split_voice(self, voice: str, new: str, face: str) -> None:
+        """A revision gave the turns of `voice` spoken over `face` to a new voice (voice_revision): that
+        evidence now counts for `new`."""
+        moved = self.pairs.pop((face, voice), 0)
+        if moved:
+            self.pairs[(face, new)] += moved
+            self.voice_utterances[new] += moved
+            self.voice_utterances[voice] = max(0, self.voice_utterances[voice] - moved)

@@ -122,6 +122,17 @@ class IdentityClusters:
         b.first_seen, b.last_seen = min(a.first_seen, b.first_seen), max(a.last_seen, b.last_seen)
         a.exemplars, a.merged_into = [], keep
 
+    def split(self, src: str, embs: list[np.ndarray], stamp: float) -> str:
+        """A new identity from observations that were `src`'s (a revision found them someone else's);
+        their exemplars leave `src` (which keeps at least one). Returns the new id."""
+        new = self.create(embs, stamp)
+        for emb in embs:
+            ex = self.identities[src].exemplars
+            kept = [k for k, e in enumerate(ex) if np.array_equal(e, emb)]
+            if kept and len(ex) > 1:
+                del ex[kept[0]]
+        return new
+
     def move_exemplar(self, emb: np.ndarray, src: str, dst: str) -> None:
         """An observation revised from `src` to `dst`: its exemplar (if kept) moves with it."""
         ex = self.identities[src].exemplars

@@ -20,6 +20,7 @@ from m3_perception.face_pipeline import FacePipeline
 from m3_perception.face_voice_matcher import FaceVoiceMatcher
 from m3_perception.identity_clusters import IdentityClusters, IdentityState
 from m3_perception.iou_tracker import IouTracker, Track
+from m3_perception.voice_faces import FaceSplit
 from m3_perception.voice_pipeline import VoicePipeline
 from m3_perception.voice_revision import Turn
 
@@ -144,9 +145,12 @@ def _voices(v: VoicePipeline, out: Arrays) -> dict:
         "revision": {
             "next_at": v.reviser.next_at,
             "turns": [
-                [t.segment_id, t.voice_id, t.start, t.end, out.put(t.embedding), out.put(t.samples), *t.flags()]
+                [t.segment_id, t.voice_id, t.start, t.end, out.put(t.embedding), out.put(t.samples), t.face, *t.flags()]
                 for t in v.reviser.turns
             ],
+            "face_pairs": [[f, voice, n] for (f, voice), n in v.reviser.faces.state.pairs.items()],
+            "face_voice": v.reviser.faces.state.face_voice,
+            "group": v.reviser.faces.state.group,
         },
     }
 
@@ -175,9 +179,16 @@ def _load_voices(v: VoicePipeline, d: dict, a: Arrays) -> dict[str, Any]:
         "vad": (vad_state, vad_context),
         "next_at": None if d["revision"]["next_at"] is None else float(d["revision"]["next_at"]),
         "turns": [
-            Turn(int(seg), str(voice), float(t0), float(t1), a.get(e), a.get(x, np.float32), *map(bool, flags))
-            for seg, voice, t0, t1, e, x, *flags in d["revision"]["turns"]
+            Turn(
+                int(seg), str(voice), float(t0), float(t1), a.get(e), a.get(x, np.float32), *map(bool, flags), str(face)
+            )
+            for seg, voice, t0, t1, e, x, face, *flags in d["revision"]["turns"]
         ],
+        "faces": FaceSplit(
+            Counter({(str(f), str(voice)): int(n) for f, voice, n in d["revision"]["face_pairs"]}),
+            {str(k): str(x) for k, x in d["revision"]["face_voice"].items()},
+            {str(k): str(x) for k, x in d["revision"]["group"].items()},
+        ),
     }
 
 
@@ -242,4 +253,5 @@ def restore(
     voices.clock._anchors, voices.clock.samples, voices._next_segment = v["anchors"], v["samples"], v["next_segment"]
     voices.vad._state, voices.vad._context = v["vad"]
     voices.reviser.clusters, voices.reviser.turns, voices.reviser.next_at = v["clusters"], v["turns"], v["next_at"]
+    voices.reviser.faces.state = v["faces"]
     matcher._frames, matcher.pairs, matcher.voice_utterances = m["frames"], m["pairs"], m["voice_utterances"]

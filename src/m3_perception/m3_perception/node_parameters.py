@@ -137,6 +137,18 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
         0.1,
         _float("a turn moves to another voice only when nearer to it than to its own by this cosine", 0.0, 1.0),
     ),
+    "voice_face_split": (
+        True,
+        ParameterDescriptor(
+            description="one voice heard over two faces (the second with no voice of its own) becomes two voices; "
+            "within such a pair the face in view decides (voice_faces)"
+        ),
+    ),
+    "voice_face_split_min_turns": (3, _int("turns over each of the two faces before a voice is split", 1, 100)),
+    "voice_face_split_share": (
+        0.3,
+        _float("the second face's least share of the voice's turns with a face in view, to split", 0.0, 0.5),
+    ),
     "turn_split": (
         True,
         ParameterDescriptor(description="cut a voiced segment where the speaker changes (back-to-back turns)"),

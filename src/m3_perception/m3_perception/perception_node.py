@@ -345,6 +345,7 @@ class PerceptionNode(ManagedNode):
             )
         )
         said = [f"{gone} is {keep}" for gone, keep in u.merges]
+        said += [f"{voice}'s turns over {face} are a new voice {new}" for voice, new, face in u.splits]
         said += [f"utterance {seg}: {before or 'nobody'} -> {now or 'nobody'}" for seg, before, now in u.corrections]
         self.get_logger().info(f"voices revised at {u.stamp:.1f} s: {'; '.join(said)}")
 

@@ -167,6 +167,13 @@ class VoicePipeline:
     def flush(self) -> list[VoiceEvent]:
         return self._revise([ev for u in self.segmenter.flush() for ev in self._finish(u)], final=True)
 
+    def attribute(self, ev: VoiceEvent, face: str | None) -> None:
+        """The face dominant while `ev` was spoken, told before `ev` is published: evidence for splitting
+        a voice by face, and within a voice split so, the face in view decides (voice_faces)."""
+        voice = self.reviser.attribute(ev.segment_id, face or "")
+        if voice is not None:
+            ev.voice_id = voice
+
     def take_updates(self) -> list[VoiceUpdate]:
         """Revisions of turns already returned, made since the last call (publish them after the events
         returned with them)."""

@@ -24,6 +24,7 @@ import numpy as np
 
 from m3_perception.identity_clusters import IdentityClusters
 from m3_perception.utterances import RATE
+from m3_perception.voice_faces import FaceSplitParams, FaceSplitter
 
 
 @dataclass
@@ -33,9 +34,10 @@ class VoiceUpdate:
     stamp: float  # stream time the revision covers up to [s]
     merges: list[tuple[str, str]] = field(default_factory=list)  # (merged id, id it joined), in order
     corrections: list[tuple[int, str, str]] = field(default_factory=list)  # (segment_id, previous, now; "" none)
+    splits: list[tuple[str, str, str]] = field(default_factory=list)  # (voice, new voice, face it was heard over)
 
     def __bool__(self) -> bool:
-        return bool(self.merges or self.corrections)
+        return bool(self.merges or self.corrections or self.splits)
 
 
 @dataclass
@@ -48,6 +50,7 @@ class RevisionParams:
     margin: float = 0.1  # a turn moves to another voice only when nearer to it by this much (cosine)
     min_pooled_s: float = 2.0  # speech a voice needs in the window for its pooled embedding to count [s]
     join_gap_s: float = 1.0  # a short voiceless turn may join a neighbouring turn this close in time [s]
+    faces: FaceSplitParams = field(default_factory=FaceSplitParams)  # one voice, two faces (voice_faces)
 
 
 @dataclass
@@ -63,6 +66,7 @@ class Turn:
     short: bool  # shorter than the pipeline's min_turn_s: never moved, only joined when voiceless
     overlap: bool = False  # overlapped speech: given to no voice, never revised
     narrowband: bool = False  # heard through a narrow-band (telephone) channel (band.py)
+    face: str = ""  # the face dominant while it was spoken (FaceVoiceMatcher.dominant_face); "" none
 
     @property
     def duration(self) -> float:
@@ -85,11 +89,26 @@ class VoiceReviser:
         self.p, self.clusters, self.encoder, self.match_cosine = params, clusters, encoder, match_cosine
         self.turns: list[Turn] = []
         self.next_at: float | None = None  # stream time of the next revision
+        self.faces = FaceSplitter(params.faces)
 
     def add(self, turn: Turn) -> None:
         self.turns.append(turn)
         if self.next_at is None:
             self.next_at = turn.end + self.p.every_s
+
+    def attribute(self, segment_id: int, face: str) -> str | None:
+        """Record the face in view while turn `segment_id` was spoken; return the voice it now has when
+        that face moved it to another voice of its group (voice_faces), else None."""
+        turn = next((t for t in reversed(self.turns) if t.segment_id == segment_id), None)
+        if turn is None or not face:
+            return None
+        turn.face = face
+        voice = self.faces.attribute(turn.voice_id, face, long=not (turn.short or turn.overlap))
+        if voice == turn.voice_id:
+            return None
+        self.clusters.move_exemplar(turn.embedding, turn.voice_id, voice)
+        turn.voice_id = voice
+        return voice
 
     def due(self, now: float) -> bool:
         return self.p.enabled and self.next_at is not None and now >= self.next_at
@@ -106,7 +125,14 @@ class VoiceReviser:
             for t in self.turns:
                 if t.voice_id == gone:
                     t.voice_id = keep
-        update.corrections = self._correct() + self._join()
+        before = {t.segment_id: t.voice_id for t in self.turns}
+        update.splits = self.faces.split(self.turns, self.clusters)
+        for t, voice in self.faces.regroup(self.turns, self.clusters):
+            t.voice_id = voice
+        moved = [
+            (t.segment_id, before[t.segment_id], t.voice_id) for t in self.turns if t.voice_id != before[t.segment_id]
+        ]
+        update.corrections = moved + self._correct() + self._join()
         return update
 
     # -- pooled voices ----------------------------------------------------------------------------
@@ -145,7 +171,10 @@ class VoiceReviser:
             older = [
                 i.id
                 for i in self.clusters.identities.values()
-                if i.id != y and not i.merged_into and i.first_seen < self.clusters.identities[y].first_seen
+                if i.id != y
+                and not i.merged_into
+                and i.first_seen < self.clusters.identities[y].first_seen
+                and self.faces.root(i.id) != self.faces.root(y)  # split by face: alike by design
             ]
             narrow = any(t.narrowband for t in self.turns if t.voice_id == y)
             best, best_cos = None, self.p.merge_cosine_narrowband if narrow else self.p.merge_cosine
@@ -186,7 +215,7 @@ class VoiceReviser:
             best, best_cos = None, max(own_cos + self.p.margin, self.match_cosine)
             for v, emb in pooled.items():
                 cos = float(t.embedding @ emb)
-                if v != t.voice_id and cos >= best_cos:
+                if self.faces.root(v) != self.faces.root(t.voice_id) and cos >= best_cos:
                     best, best_cos = v, cos
             if best is not None:
                 self.clusters.move_exemplar(t.embedding, t.voice_id, best)

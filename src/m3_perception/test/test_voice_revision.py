@@ -11,6 +11,7 @@ import numpy as np
 
 from m3_perception.identity_clusters import IdentityClusters, cosine_to_l2
 from m3_perception.utterances import RATE
+from m3_perception.voice_faces import FaceSplitParams
 from m3_perception.voice_revision import RevisionParams, Turn, VoiceReviser, VoiceUpdate, final_voices
 
 BASIS = {k: np.eye(8, dtype=np.float32)[k] for k in range(1, 7)}  # speakers 1..6, orthogonal voices
@@ -158,6 +159,74 @@ def test_revision_disabled_changes_nothing() -> None:
     assert not ep.reviser.due(100.0)
     assert not ep.reviser.revise(100.0)
     assert [i.merged_into for i in ep.clusters.identities.values()] == ["", ""]
+
+
+def _two_people_one_voice(ep: Episode, listener_speaks: bool = False) -> list[Turn]:
+    """Speakers 1 and 2 with one voice (the encoder cannot tell them apart: both embed as speaker 1),
+    each speaking over their own face; with `listener_speaks`, face B also speaks as a voice of its own."""
+    turns = []
+    for k in range(8):
+        face = "face_1" if k % 2 == 0 else "face_2"
+        t = ep.turn(1, 3.0 * k, 2.5)
+        ep.reviser.attribute(t.segment_id, face)
+        turns.append(t)
+    if listener_speaks:
+        for k in range(3):
+            t = ep.turn(5, 30.0 + 3 * k, 2.5)
+            ep.reviser.attribute(t.segment_id, "face_2")
+    return turns
+
+
+def test_one_voice_over_two_faces_becomes_two_voices_and_the_face_decides_after() -> None:
+    ep = Episode()
+    turns = _two_people_one_voice(ep)
+    assert {t.voice_id for t in turns} == {"voice_1"}
+    update = ep.reviser.revise(25.0)
+    assert update.splits == [("voice_1", "voice_2", "face_2")]
+    assert {(t.voice_id, t.face) for t in turns} == {("voice_1", "face_1"), ("voice_2", "face_2")}
+    assert sorted(seg for seg, before, now in update.corrections if (before, now) == ("voice_1", "voice_2")) == [
+        t.segment_id for t in turns if t.face == "face_2"
+    ]
+    assert update.merges == []  # alike by design: the pair is never merged back
+    # later: the embedding picks either voice; the face in view decides
+    later = ep.turn(1, 40.0, 2.5)
+    wanted = "voice_2" if later.voice_id == "voice_1" else "voice_1"
+    face = "face_2" if wanted == "voice_2" else "face_1"
+    assert ep.reviser.attribute(later.segment_id, face) == wanted and later.voice_id == wanted
+    assert not ep.reviser.revise(45.0).merges
+
+
+def test_a_listener_in_view_with_a_voice_of_its_own_does_not_split_the_speaker() -> None:
+    def splits(listener_speaks: bool) -> list:
+        ep = Episode(window_s=60.0)
+        _two_people_one_voice(ep, listener_speaks)
+        return [(voice, face) for voice, _, face in ep.reviser.revise(40.0).splits]
+
+    assert splits(False) == [("voice_1", "face_2")]  # the same window splits without the listener's own voice
+    assert splits(True) == []
+
+
+def test_too_little_face_evidence_splits_nothing() -> None:
+    ep = Episode()
+    for k, face in enumerate(["face_1"] * 6 + ["face_2"] * 2):  # the second face only twice
+        ep.reviser.attribute(ep.turn(1, 3.0 * k, 2.5).segment_id, face)
+    assert ep.reviser.revise(25.0).splits == []
+    off = Episode(faces=FaceSplitParams(enabled=False))
+    _two_people_one_voice(off)
+    assert off.reviser.revise(25.0).splits == []
+
+
+def test_the_matcher_moves_the_evidence_of_a_split() -> None:
+    from m3_perception.face_voice_matcher import FaceVoiceMatcher
+
+    m = FaceVoiceMatcher()
+    for k in range(6):
+        m.observe_faces(float(k), [("face_1" if k < 3 else "face_2", 100.0)])
+        m.on_utterance("voice_1", k - 0.1, k + 0.1)
+    assert m.dominant_face(3.9, 4.1) == "face_2" and m.dominant_face(9.0, 10.0) is None
+    m.split_voice("voice_1", "voice_2", "face_2")
+    assert m.pairs[("face_2", "voice_2")] == 3 and ("face_2", "voice_1") not in m.pairs
+    assert m.voice_utterances["voice_1"] == 3 and m.voice_utterances["voice_2"] == 3
 
 
 def test_real_conversation_a_speaker_split_online_is_merged_back() -> None:
