@@ -29,6 +29,28 @@ def usable_embedding(values) -> np.ndarray | None:
     return vector
 
 
+def _one_edit_apart(a: str, b: str) -> bool:
+    """Levenshtein distance <= 1 (one letter changed, added or dropped)."""
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) > len(b):
+        a, b = b, a
+    i = next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), len(a))
+    return a[i + (len(a) == len(b)) :] == b[i + 1 :]
+
+
+def spelling_groups(votes: dict[str, int]) -> list[list[str]]:
+    """Names that are spellings of one name: one edit apart, case aside, both at least 4 letters long
+    (shorter names one letter apart are often different names: Tom, Tim). Connected groups, sorted."""
+    groups: list[list[str]] = []
+    for name in sorted(votes):
+        key = name.lower()
+        near = [g for g in groups if any(len(key) >= 4 and len(m) >= 4 and _one_edit_apart(key, m.lower()) for m in g)]
+        merged = [name] + [n for g in near for n in g]
+        groups = [g for g in groups if g not in near] + [sorted(merged)]
+    return sorted(groups)
+
+
 class PeopleMixin:
     """Entity observation, matching and merging; see the module docstring."""
 
@@ -229,13 +251,18 @@ class PeopleMixin:
 
     @staticmethod
     def _winning_name(record: EntityRecord) -> str:
-        """Most-voted name; a tie keeps the current name (names do not flicker)."""
+        """The name with most votes, spellings of one name voting together (speech recognition spells a
+        name differently from line to line: "Sophia", "Sophie"; see spelling_groups); within the winning
+        group its most-voted spelling. A tie keeps the current name (names do not flicker)."""
         if not record.name_votes:
             return record.name
-        top = max(record.name_votes.values())
-        if record.name and record.name_votes.get(record.name, 0) == top:
+        groups = spelling_groups(record.name_votes)
+        top = max(sum(record.name_votes[n] for n in g) for g in groups)
+        winners = [g for g in groups if sum(record.name_votes[n] for n in g) == top]
+        if record.name and any(record.name in g for g in winners):
             return record.name
-        return min(name for name, votes in record.name_votes.items() if votes == top)
+        best = max(max(record.name_votes[n] for n in g) for g in winners)
+        return min(n for g in winners for n in g if record.name_votes[n] == best)
 
     def _vote_name(self, writer: StoreWriter, entity_id: str, name: str) -> None:
         person_id = self.person_of(entity_id)

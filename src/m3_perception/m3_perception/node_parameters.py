@@ -144,7 +144,7 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
             "within such a pair the face in view decides (voice_faces)"
         ),
     ),
-    "voice_face_split_min_turns": (3, _int("turns over each of the two faces before a voice is split", 1, 100)),
+    "voice_face_split_min_turns": (2, _int("turns over each of the two faces before a voice is split", 1, 100)),
     "voice_face_split_share": (
         0.3,
         _float("the second face's least share of the voice's turns with a face in view, to split", 0.0, 0.5),

@@ -26,7 +26,7 @@ from m3_perception.identity_clusters import IdentityClusters
 @dataclass
 class FaceSplitParams:
     enabled: bool = True
-    min_turns: int = 3  # turns over each of the two faces before a voice is split
+    min_turns: int = 2  # turns over each of the two faces before a voice is split
     min_share: float = 0.3  # the second face's share of the voice's turns with a face in view
 
 
