@@ -73,9 +73,18 @@ def searcher_main(uri: str, prefix: str, stop_file: str) -> int:
 
     from m3_memory.errors import StoreError
 
-    backend = _backend(uri, prefix, "searcher", 0, os.path.join(os.path.dirname(stop_file), "spool_searcher"))
-    rng = np.random.default_rng(99)
     latencies, errors = [], 0
+    backend = None
+    while backend is None:  # a searcher that starts during the outage (a loaded machine) waits for the server
+        try:
+            backend = _backend(uri, prefix, "searcher", 0, os.path.join(os.path.dirname(stop_file), "spool_searcher"))
+        except StoreError:
+            if os.path.exists(stop_file):
+                print(json.dumps({"latencies_ms": latencies, "errors": errors + 1}), flush=True)
+                return 0
+            errors += 1
+            time.sleep(0.2)
+    rng = np.random.default_rng(99)
     while not os.path.exists(stop_file):
         vector = rng.normal(size=DIM).astype(np.float32)
         begin = time.perf_counter()

@@ -259,10 +259,12 @@ class PeopleMixin:
         groups = spelling_groups(record.name_votes)
         top = max(sum(record.name_votes[n] for n in g) for g in groups)
         winners = [g for g in groups if sum(record.name_votes[n] for n in g) == top]
-        if record.name and any(record.name in g for g in winners):
+        kept = [g for g in winners if record.name in g]  # a tie between names keeps the current one's group
+        spellings = kept[0] if kept else [n for g in winners for n in g]
+        best = max(record.name_votes[n] for n in spellings)
+        if record.name in spellings and record.name_votes[record.name] == best:
             return record.name
-        best = max(max(record.name_votes[n] for n in g) for g in winners)
-        return min(n for g in winners for n in g if record.name_votes[n] == best)
+        return min(n for n in spellings if record.name_votes[n] == best)
 
     def _vote_name(self, writer: StoreWriter, entity_id: str, name: str) -> None:
         person_id = self.person_of(entity_id)

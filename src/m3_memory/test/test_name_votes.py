@@ -22,3 +22,8 @@ def test_two_spellings_outvote_one_other_name() -> None:
 def test_a_tie_keeps_the_current_name_and_the_most_voted_spelling_names_the_group() -> None:
     assert PeopleMixin._winning_name(_person({"Mateo": 1, "Farid": 1}, "Farid")) == "Farid"
     assert PeopleMixin._winning_name(_person({"Matteo": 1, "Mateo": 2, "Farid": 2})) == "Mateo"
+
+
+def test_within_one_name_the_most_voted_spelling_wins_over_the_current_one() -> None:
+    # "Tova" heard once in a self-introduction, "Tove" twice from the others: one name, spelt "Tove"
+    assert PeopleMixin._winning_name(_person({"Tova": 1, "Tove": 2}, "Tova")) == "Tove"
