@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from action_msgs.msg import GoalStatus
 from fixtures import stop
 from rclpy.action import ActionClient
 from rclpy.node import Node
-from test_control_node_dds import result_of, send
+from test_control_node_dds import result_of
 
 from m3_interfaces.action import Instruct
 from m3_memory.embedder import TextEmbedder
@@ -72,7 +73,18 @@ def ask(fleet, question: str, *control_params: str) -> Instruct.Result:
     try:
         assert client.wait_for_server(timeout_sec=60.0), "control node did not come up"
         system = {"node": fleet["node"], "client": client}
-        response = result_of(system, send(system, question, max_rounds=2))
+        goal = None
+        for _ in range(2):  # right after the server came up, DDS can drop the goal's reply (its reply path
+            # not matched yet: "failed to send response (timeout)" in CI); the goal is asked once more then
+            future = client.send_goal_async(Instruct.Goal(instruction=question, max_rounds=2))
+            deadline = time.monotonic() + 15.0
+            while not future.done() and time.monotonic() < deadline:
+                rclpy.spin_once(fleet["node"], timeout_sec=0.05)
+            if future.done():
+                goal = future.result()
+                break
+        assert goal is not None, "the goal was not answered"
+        response = result_of(system, goal)
         assert response.status == GoalStatus.STATUS_SUCCEEDED, response.result.error_message
         return response.result
     finally:
