@@ -53,12 +53,15 @@ class FaceSplitter:
         and the face is another member's); counts the evidence of long turns."""
         if not (self.p.enabled and voice and face):
             return voice
-        other = self.state.face_voice.get(face)
-        if other and other != voice and self.root(other) == self.root(voice):
-            voice = other
+        voice = self.member_for(face, voice) or voice
         if long:
             self.state.pairs[(face, voice)] += 1
         return voice
+
+    def member_for(self, face: str, voice: str) -> str | None:
+        """Another voice of `voice`'s group that `face` speaks as, or None."""
+        other = self.state.face_voice.get(face)
+        return other if other and other != voice and self.root(other) == self.root(voice) else None
 
     def has_own_voice(self, face: str, voice: str) -> bool:
         """`face` speaks as some voice outside `voice`'s group (at least min_turns times)."""
@@ -104,8 +107,8 @@ class FaceSplitter:
         for t in turns:
             if t.short or t.overlap or not t.face or not t.voice_id:
                 continue
-            other = self.state.face_voice.get(t.face)
-            if other and other != t.voice_id and self.root(other) == self.root(t.voice_id):
+            other = self.member_for(t.face, t.voice_id)
+            if other:
                 clusters.move_exemplar(np.asarray(t.embedding), t.voice_id, other)
                 moved.append((t, other))
         return moved

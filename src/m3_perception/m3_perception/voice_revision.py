@@ -179,7 +179,7 @@ class VoiceReviser:
             narrow = any(t.narrowband for t in self.turns if t.voice_id == y)
             best, best_cos = None, self.p.merge_cosine_narrowband if narrow else self.p.merge_cosine
             for o in older:
-                cos = float(mine @ pooled.get(o, self._centroid(o)))
+                cos = float(mine @ (pooled[o] if o in pooled else self._centroid(o)))  # centroid only when needed
                 if cos >= best_cos:
                     best, best_cos = o, cos
             if best is not None:
