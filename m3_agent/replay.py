@@ -21,14 +21,14 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+from m3_runtime.node_shutdown import stop_name
+from m3_runtime.state_file import StateError
 
 from m3_agent.recording.bag_reader import ReadStatus, bag_info, iter_deserialized
 from m3_agent.recording.typestore import AUDIO_CHUNK, COMPRESSED_IMAGE
 from m3_agent.replay_state import Snapshots, fingerprint
 from m3_agent.replay_state import capture as capture_snapshot
 from m3_agent.replay_state import restore as restore_snapshot
-from m3_perception.identity_state import StateError
-from m3_perception.node_shutdown import stop_name
 
 RAW_IMAGE = "sensor_msgs/msg/Image"
 STATE_FILE = "replay.json"
@@ -88,7 +88,7 @@ def apply_voice_updates(voices, matcher, windows) -> int:
     """Perception's revisions of voices it returned before (VoicePipeline.take_updates) applied to the
     face-voice matcher (as the perception engine does) and to the clip windows (as the memory node applies
     IdentityUpdate); returns the corrections that came too late."""
-    from m3_memory.records import VoiceRevision
+    from m3_memory.graph.records import VoiceRevision
 
     late = 0
     for update in voices.take_updates():
@@ -190,11 +190,12 @@ class Replayer:
         return (*fresh(), None, {"offset_ns": 0, "skip": 0, "at_end": False}, None)
 
     def run(self, bag: str | Path, progress: Callable[[float, float], None] | None = None) -> ReplayReport:
+        from m3_runtime.audio_codec import AudioDecodeError, AudioLimits, decode_chunk
+        from m3_runtime.image_codec import ImageDecodeError, decode_compressed, decode_raw, encode_jpeg
+        from m3_runtime.stamps import StampGuard, StampRejected, header_ns
+
         from m3_memory.assembly import clip_ingester, clip_windows
-        from m3_memory.records import MATCH_FACE, MATCH_VOICE, FaceEvidence, MatchEvidence, VoiceEvidence
-        from m3_perception.audio_codec import AudioDecodeError, AudioLimits, decode_chunk
-        from m3_perception.image_codec import ImageDecodeError, decode_compressed, decode_raw, encode_jpeg
-        from m3_perception.stamps import StampGuard, StampRejected, header_ns
+        from m3_memory.graph.records import MATCH_FACE, MATCH_VOICE, FaceEvidence, MatchEvidence, VoiceEvidence
 
         bag = Path(bag).resolve()
         info = bag_info(bag)

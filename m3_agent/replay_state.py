@@ -27,9 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from m3_perception.identity_state import StateError
-from m3_perception.state_file import read_state, write_state
+from m3_runtime.state_file import StateError, read_state, write_state
 
 SNAPSHOT_DIR = "replay_snapshots"
 SNAPSHOT_VERSION = 1

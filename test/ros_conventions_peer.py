@@ -17,6 +17,8 @@ import rclpy
 from audio_common_msgs.msg import AudioData, AudioDataStamped, AudioInfo
 from builtin_interfaces.msg import Time
 from hri_msgs.msg import IdsList, IdsMatch
+from m3_runtime.audio_codec import encode_s16le, resample
+from m3_runtime.image_codec import encode_jpeg
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -24,8 +26,6 @@ from sensor_msgs.msg import CompressedImage
 from std_msgs.msg import Header, String
 
 from m3_interfaces.msg import EntityMatch, FaceTracks, VoiceSegment
-from m3_perception.audio_codec import encode_s16le, resample
-from m3_perception.image_codec import encode_jpeg
 from m3_perception.real_speech import librivox_clips
 from m3_perception.synthetic import compose, face_photos, speak
 

@@ -41,8 +41,8 @@ def test_direct_without_memory_node_is_a_clear_error():
 @pytest.fixture(scope="module")
 def memory_dir(tmp_path_factory):
     """A memory of three episodic memories (bulk ingest, real MiniLM embeddings)."""
+    from m3_memory.graph.records import KIND_EPISODIC, ClipEvidence, MemoryDraft
     from m3_memory.memory import Memory
-    from m3_memory.records import KIND_EPISODIC, ClipEvidence, MemoryDraft
 
     path = tmp_path_factory.mktemp("transport") / "memory"
     ns = 1_000_000_000

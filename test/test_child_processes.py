@@ -104,10 +104,10 @@ def kill9(process: subprocess.Popen) -> None:
 @pytest.fixture(scope="module")
 def bag(tmp_path_factory) -> Path:
     """120 s of 5 fps camera frames and noisy audio with tone bursts, as m3 video2bag writes them."""
+    from m3_runtime.image_codec import encode_jpeg
     from rosbags.rosbag2 import Writer
 
     from m3_agent.recording.typestore import AUDIO_CHUNK, COMPRESSED_IMAGE, m3_typestore
-    from m3_perception.image_codec import encode_jpeg
 
     store = m3_typestore()
     types = store.types
@@ -242,7 +242,7 @@ def test_sigterm_of_m3_play_says_where_it_stopped(bag):
 # Parents that start a child the way the suite does, from a thread that then ends, and wait to be killed.
 TIED_SLEEP = """
 import threading, time
-from m3_perception.child_processes import popen_tied
+from m3_runtime.child_processes import popen_tied
 child = {}
 starter = threading.Thread(target=lambda: child.setdefault("p", popen_tied(["sleep", "300"])))
 starter.start()
@@ -252,7 +252,7 @@ time.sleep(300)
 """
 MILVUS_LITE = """
 import sys, threading, time
-from m3_memory.milvus_server import MilvusLiteServer
+from m3_memory.milvus.server import MilvusLiteServer
 server = MilvusLiteServer(sys.argv[1])
 starter = threading.Thread(target=server.start)
 starter.start()

@@ -93,7 +93,7 @@ def test_env_sh_puts_m3_on_path():
     assert [Path(p).name for p in result.stdout.split()] == ["m3", "perception_node", "memory_node", "control_node"]
 
 
-def test_colcon_discovers_all_five_packages():
+def test_colcon_discovers_all_six_packages():
     result = subprocess.run(
         ["colcon", "list", "--names-only", "--base-paths", ".", "src"],
         cwd=ROOT,
@@ -102,7 +102,14 @@ def test_colcon_discovers_all_five_packages():
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert sorted(result.stdout.split()) == ["m3_agent", "m3_control", "m3_interfaces", "m3_memory", "m3_perception"]
+    assert sorted(result.stdout.split()) == [
+        "m3_agent",
+        "m3_control",
+        "m3_interfaces",
+        "m3_memory",
+        "m3_perception",
+        "m3_runtime",
+    ]
 
 
 def test_config_holds_every_parameter_with_its_default():

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from m3_agent.identity_bench import aggregate, episode_scripts
-from m3_agent.identity_metrics import (
+from m3_agent.bench.identity import aggregate, episode_scripts
+from m3_agent.bench.identity_metrics import (
     MemoryIdentity,
     diarization_error,
     identity_figures,
@@ -144,8 +144,8 @@ def test_episode_selection_by_split_and_glob():
 
 
 def test_read_memory_puts_segments_on_the_episode_clock_and_follows_aliases(tmp_path):
-    from m3_agent.identity_bench import read_memory
-    from m3_memory.store import MemoryStore, vector_to_blob
+    from m3_agent.bench.identity import read_memory
+    from m3_memory.store.sqlite_store import MemoryStore, vector_to_blob
 
     origin, clip_ns = 1_700_000_000 * 10**9, 30 * 10**9
     store = MemoryStore(str(tmp_path / "memory"))
@@ -179,7 +179,7 @@ def test_read_memory_puts_segments_on_the_episode_clock_and_follows_aliases(tmp_
 
 
 def test_memory_fingerprint_changes_with_the_parameters(tmp_path):
-    from m3_agent.identity_bench import memory_fingerprint
+    from m3_agent.bench.identity import memory_fingerprint
 
     stamp, params = tmp_path / "script.sha256", tmp_path / "m3.yaml"
     stamp.write_text("abc")

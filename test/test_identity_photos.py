@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import yaml
 
+from m3_agent.bench.identity import photo_embeddings
 from m3_agent.bringup import default_params_file
-from m3_agent.identity_bench import photo_embeddings
 from m3_agent.replay import node_parameters
 from m3_perception.perception_node import PARAMETERS
 

@@ -14,10 +14,10 @@ import time
 
 import pytest
 
+from m3_memory.graph.records import ClipEvidence, FaceEvidence, MatchEvidence, VoiceEvidence
 from m3_memory.ingest_worker import ClipIngester
+from m3_memory.memorize.openai_compatible import OpenAIMemorizer
 from m3_memory.memory import Memory
-from m3_memory.openai_memorizer import OpenAIMemorizer
-from m3_memory.records import ClipEvidence, FaceEvidence, MatchEvidence, VoiceEvidence
 
 S = 1_000_000_000
 
@@ -48,7 +48,7 @@ def scene(index: int, present: list[str], lines: list[tuple[str, str]]) -> ClipE
 
 @pytest.fixture(scope="module")
 def embedder():
-    from m3_memory.embedder import TextEmbedder
+    from m3_memory.search.embedder import TextEmbedder
 
     return TextEmbedder()
 
@@ -120,7 +120,7 @@ def test_roles_jobs_and_absent_names_with_the_model_merged(llm_server):
     """The merged memorizer on a real model: each role's name on its person, the job said with a
     name on that person, an absent person's name on nobody, an unclear speaker's name waiting, and
     never fewer names than the rules learn from the same clip."""
-    from m3_memory.rules_memorizer import RulesMemorizer
+    from m3_memory.memorize.rules import RulesMemorizer
 
     evidence = scene(
         0,

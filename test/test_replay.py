@@ -34,7 +34,7 @@ def replayed(bag, tmp_path_factory):
 
 
 def test_replay_builds_a_memory_of_who_was_seen_and_said_what(bag, replayed):
-    from m3_memory.store import MemoryStore
+    from m3_memory.store.sqlite_store import MemoryStore
 
     memory_dir, report = replayed
     assert report["clips_stored"] >= 1 and report["bad_messages"] == 0
@@ -145,7 +145,7 @@ def _audio(t: float, data: bytes, rate: int = 16000):
 def _replay_bag(bag: Path, memory: Path) -> tuple[object, dict]:
     """The replay's report and the memory's export after replaying `bag` in this process."""
     from m3_agent.replay import Replayer
-    from m3_memory.store import MemoryStore
+    from m3_memory.store.sqlite_store import MemoryStore
 
     replayer = Replayer(memory, default_params_file())
     try:
@@ -163,10 +163,10 @@ def test_replay_counts_bad_messages_and_goes_on(tmp_path):
     """Issue 13's bad messages inside a recording are skipped and counted, as the nodes do: on main the
     999 999 937 Hz chunk raised MemoryError out of the replay."""
     import numpy as np
+    from m3_runtime.audio_codec import encode_s16le
+    from m3_runtime.image_codec import encode_jpeg
 
     from m3_agent.recording.typestore import COMPRESSED_IMAGE, m3_typestore
-    from m3_perception.audio_codec import encode_s16le
-    from m3_perception.image_codec import encode_jpeg
     from m3_perception.synthetic import compose, face_photos, jpeg_claiming, png_claiming, speak
 
     def image(t: float, data: bytes, fmt: str = "jpeg"):

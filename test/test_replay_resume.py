@@ -56,7 +56,7 @@ def _command(bag: Path, params: Path, memory: Path, quiet: bool) -> list[str]:
 
 def people(memory: Path) -> dict:
     """Persons (count), their names, and which faces and voices each person holds (equivalences)."""
-    from m3_memory.store import MemoryStore
+    from m3_memory.store.sqlite_store import MemoryStore
 
     with closing(MemoryStore(str(memory), create=False)) as store:
         assert store.integrity_check() == []

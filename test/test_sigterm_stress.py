@@ -53,7 +53,7 @@ STOP_S = 60.0
 
 SLOW_CALLBACK_NODE = """
 import sys, time
-from m3_perception.managed_node import ManagedNode, run_node
+from m3_runtime.managed_node import ManagedNode, run_node
 
 class SlowCallback(ManagedNode):
     def __init__(self):
@@ -246,8 +246,8 @@ def test_a_signal_during_executor_construction_waits_until_it_is_built():
         "import os, signal, sys\n"
         "import rclpy\n"
         "from rclpy.executors import MultiThreadedExecutor\n"
-        "from m3_perception.managed_node import stop_on_sigterm\n"
-        "from m3_perception.node_shutdown import stop_signals_deferred\n"
+        "from m3_runtime.managed_node import stop_on_sigterm\n"
+        "from m3_runtime.node_shutdown import stop_signals_deferred\n"
         "stop_on_sigterm()\n"
         "rclpy.init()\n"
         "built = None\n"

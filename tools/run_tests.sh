@@ -14,7 +14,7 @@ ruff check --quiet . || exit 1
 passed=0 failed=0 skipped=0 status=0
 r_tests=0 r_tried=0 r_crashes=0 r_lost=0  # the reliability suite's line of each directory (conftest.py), summed
 log=$(mktemp)
-for dir in ${M3_TEST_DIRS:-test src/m3_perception/test src/m3_memory/test src/m3_control/test bag_tests}; do
+for dir in ${M3_TEST_DIRS:-test src/m3_runtime/test src/m3_perception/test src/m3_memory/test src/m3_control/test bag_tests}; do
   echo "=== $dir"
   python -m pytest "$dir" "$@" 2>&1 | tee "$log"
   code=${PIPESTATUS[0]}

@@ -42,7 +42,7 @@ def run_demo(
     from m3_agent.replay import replay
     from m3_agent.view import memory_html
     from m3_control.judge import make_judge
-    from m3_memory.store import MemoryStore
+    from m3_memory.store.sqlite_store import MemoryStore
 
     out = Path(out_dir).resolve()
     if fresh and out.exists():

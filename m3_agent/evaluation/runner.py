@@ -94,7 +94,7 @@ def memory_dir_of(episodes_dir: Path, episode_id: str) -> Path:
     """<episodes>/<id>/memory (what `m3 replay --memory` wrote), or <episodes>/<id> itself. The store
     is opened read-only once here, so an empty, foreign, damaged or newer one stops the evaluation
     (StoreError) before any question is asked, instead of being answered from as an empty memory."""
-    from m3_memory.store import MemoryStore
+    from m3_memory.store.sqlite_store import MemoryStore
 
     for candidate in (episodes_dir / episode_id / "memory", episodes_dir / episode_id):
         if os.path.lexists(candidate / "memory.sqlite3"):

@@ -142,7 +142,7 @@ class LlamaServer:
                 f"llama-cpp-python with its [server] extra is not installed in {sys.prefix} "
                 f"(missing modules: {', '.join(missing)}); run `{FIX}`"
             )
-        from m3_perception.child_processes import popen_tied  # here: bootstrap imports this module without it
+        from m3_runtime.child_processes import popen_tied  # here: bootstrap imports this module without it
 
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         argv = self.config.argv()

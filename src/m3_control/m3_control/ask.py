@@ -11,8 +11,8 @@ import json
 import sys
 import time
 
-from m3_memory.as_of import AsOfError, check_as_of
 from m3_memory.robot_ids import robot_id_problem
+from m3_memory.search.as_of import AsOfError, check_as_of
 
 NAMES = {
     0: "SUCCEEDED",

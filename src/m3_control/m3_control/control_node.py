@@ -21,6 +21,8 @@ import time
 from typing import Any
 
 from diagnostic_msgs.msg import KeyValue
+from m3_runtime.managed_node import AUTOSTART, ManagedNode, run_node
+from m3_runtime.parameter_checks import declare_checked
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
@@ -45,10 +47,8 @@ from m3_control.ros_memory_client import RosMemoryClient
 from m3_control.skills import load_skills
 from m3_interfaces.action import Instruct
 from m3_interfaces.msg import PlanStep
-from m3_memory.as_of import AsOfError, check_as_of, stamp_ns
 from m3_memory.robot_ids import check_robot_id, robot_id_problem
-from m3_perception.managed_node import AUTOSTART, ManagedNode, run_node
-from m3_perception.parameter_checks import declare_checked
+from m3_memory.search.as_of import AsOfError, check_as_of, stamp_ns
 
 NODE_NAME = "control_node"
 ACTION_NAME = "m3/instruct"  # relative: a robot namespace (__ns:=/robot_a) puts it under /robot_a
@@ -121,7 +121,7 @@ PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
 
 class ControlNode(ManagedNode):
     """Serves Instruct on /m3/instruct by running the retrieval-round loop over memory (services or injected).
-    A managed node (m3_perception.managed_node): the reasoner loads on configure, the action server goes
+    A managed node (m3_runtime.managed_node): the reasoner loads on configure, the action server goes
     live on activate; deactivate ends the running and queued goals (PREEMPTED) before it goes."""
 
     def __init__(self, memory_client: MemoryClient | None = None, reasoner: Reasoner | None = None, **kwargs) -> None:

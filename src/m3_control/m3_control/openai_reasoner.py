@@ -35,7 +35,7 @@ from m3_control.structured import (
     parse_json_reply,
     response_format,
 )
-from m3_memory.json_reply import RESPONSE_FORMATS
+from m3_memory.memorize.json_reply import RESPONSE_FORMATS
 
 PROMPT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prompts")
 DEFAULT_SYSTEM_PROMPT = os.path.join(PROMPT_DIR, "system.txt")  # reference text grammar

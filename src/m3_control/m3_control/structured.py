@@ -8,7 +8,7 @@ vocabulary with that skill's own argument names. The loop still validates every 
 user's instruction (skills.validate_plan): the schema shapes replies, it is not the safety check.
 
 `response_format` (parameter of the openai back-end): json_schema | json_object | none, as
-m3_memory.json_reply describes; with none the reply is the reference text grammar (M3-Agent-Control
+m3_memory.memorize.json_reply describes; with none the reply is the reference text grammar (M3-Agent-Control
 speaks it), parsed by reply_parser, and a JSON reply is read as well.
 """
 
@@ -19,8 +19,8 @@ import json
 from m3_control.reasoner import Answer, Search
 from m3_control.reply_parser import MalformedReply, parse_reply, strip_reasoning
 from m3_control.skills import Skill
-from m3_memory.json_reply import first_json_object
-from m3_memory.json_reply import response_format as json_response_format
+from m3_memory.memorize.json_reply import first_json_object
+from m3_memory.memorize.json_reply import response_format as json_response_format
 
 MAX_ANSWER_CHARS = 300  # a short answer; the grammar stops a small model rambling on
 MAX_QUERY_CHARS = 150

@@ -15,7 +15,11 @@ import sys
 
 def bench(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "m3_control.bench", *args], capture_output=True, text=True, timeout=300, check=False
+        [sys.executable, "-m", "m3_agent.bench.control", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
 
 

@@ -20,11 +20,11 @@ from rclpy.node import Node
 from test_control_node_dds import result_of
 
 from m3_interfaces.action import Instruct
-from m3_memory.embedder import TextEmbedder
+from m3_memory.graph.records import ClipEvidence, VoiceEvidence
 from m3_memory.memory import Memory
-from m3_memory.milvus_backend import MilvusBackend, MilvusConfig
-from m3_memory.milvus_server import MilvusLiteServer
-from m3_memory.records import ClipEvidence, VoiceEvidence
+from m3_memory.milvus.backend import MilvusBackend, MilvusConfig
+from m3_memory.milvus.server import MilvusLiteServer
+from m3_memory.search.embedder import TextEmbedder
 
 S = 1_000_000_000
 PREFIX = "control_fleet"

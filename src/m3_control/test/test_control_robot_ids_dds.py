@@ -29,8 +29,8 @@ QUESTION = "Where did Alice put the car keys?"
 @pytest.fixture(scope="module")
 def memory_dir(tmp_path_factory):
     """A memory holding one clip (bulk ingest, real MiniLM embeddings)."""
+    from m3_memory.graph.records import KIND_EPISODIC, ClipEvidence, MemoryDraft
     from m3_memory.memory import Memory
-    from m3_memory.records import KIND_EPISODIC, ClipEvidence, MemoryDraft
 
     path = tmp_path_factory.mktemp("robot_ids") / "memory"
     ns = 1_000_000_000

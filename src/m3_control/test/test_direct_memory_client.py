@@ -18,11 +18,11 @@ from m3_control.extractive_reasoner import ExtractiveReasoner
 from m3_control.loop import MEMORY_UNAVAILABLE, SUCCEEDED, LoopConfig, run_loop
 from m3_control.memory_client import Clip, Memory, MemoryClient, MemoryQueryRejected, MemoryUnavailable
 from m3_control.skills import load_skills
-from m3_memory.embedder import TextEmbedder
 from m3_memory.errors import StoreError
+from m3_memory.graph.records import ClipEvidence, FaceEvidence, MatchEvidence, VoiceEvidence
 from m3_memory.memory import Memory as M3Memory
-from m3_memory.records import ClipEvidence, FaceEvidence, MatchEvidence, VoiceEvidence
-from m3_memory.search import SearchConfig
+from m3_memory.search.api import SearchConfig
+from m3_memory.search.embedder import TextEmbedder
 
 HERE = Path(__file__).parent
 S = 1_000_000_000

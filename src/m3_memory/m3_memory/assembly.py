@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from m3_memory.clip_window import ClipWindows
-from m3_memory.graph import GraphConfig
+from m3_memory.graph.memory_graph import GraphConfig
 from m3_memory.memory import Memory
 from m3_memory.robot_ids import check_robot_id
-from m3_memory.search import SearchConfig
-from m3_memory.store import MemoryStore
+from m3_memory.search.api import SearchConfig
+from m3_memory.store.sqlite_store import MemoryStore
 
 
 def memory_dir(p: Mapping[str, Any]) -> str:
@@ -45,7 +45,7 @@ def make_memorizer(p: Mapping[str, Any]):
     if p["memorizer"] == "rules":
         return None
     if p["memorizer"] == "openai":
-        from m3_memory.openai_memorizer import OpenAIMemorizer
+        from m3_memory.memorize.openai_compatible import OpenAIMemorizer
 
         return OpenAIMemorizer(
             p["openai_endpoint"],
@@ -66,7 +66,7 @@ def make_memorizer(p: Mapping[str, Any]):
 
 
 def milvus_config(p: Mapping[str, Any]):
-    from m3_memory.milvus_backend import MilvusConfig
+    from m3_memory.milvus.backend import MilvusConfig
 
     uri = str(p["milvus_uri"])
     if not uri.startswith(("http://", "https://", "tcp://", "grpc://")):
@@ -87,7 +87,7 @@ def milvus_config(p: Mapping[str, Any]):
 
 
 def make_embedder(p: Mapping[str, Any]):
-    from m3_memory.embedder import TextEmbedder
+    from m3_memory.search.embedder import TextEmbedder
 
     return TextEmbedder(
         p["text_model_path"] or None,
@@ -106,7 +106,7 @@ def open_memory(p: Mapping[str, Any], embedder=None, memorizer=None) -> Memory:
     """
     memorizer = memorizer if memorizer is not None else make_memorizer(p)
     if p["memory_backend"] == "milvus":
-        from m3_memory.milvus_backend import MilvusBackend
+        from m3_memory.milvus.backend import MilvusBackend
 
         embedder = embedder or make_embedder(p)
         backend = MilvusBackend(milvus_config(p), embedder.dim)

@@ -5,9 +5,9 @@ not hold together is refused whole here (ValueError), so the node never applies 
 from __future__ import annotations
 
 from m3_interfaces.msg import EntityMatch, FaceObservation, IdentityUpdate, VoiceSegment
+from m3_memory.graph.records import KIND_VOICE, FaceEvidence, MatchEvidence, VoiceEvidence, VoiceRevision
+from m3_memory.graph.tags import kind_of
 from m3_memory.memory_msgs import to_ns
-from m3_memory.records import KIND_VOICE, FaceEvidence, MatchEvidence, VoiceEvidence, VoiceRevision
-from m3_memory.tags import kind_of
 
 
 def face_evidence(face: FaceObservation, stamp_ns: int) -> FaceEvidence:

@@ -21,10 +21,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from m3_memory.graph.records import ClipEvidence, ClipRecord
+from m3_memory.memorize.openai_compatible import MemorizerError, MemorizerUnavailable
+from m3_memory.memorize.rules import RulesMemorizer
 from m3_memory.memory import Memory
-from m3_memory.openai_memorizer import MemorizerError, MemorizerUnavailable
-from m3_memory.records import ClipEvidence, ClipRecord
-from m3_memory.rules_memorizer import RulesMemorizer
 
 Log = Callable[[str, str], None]  # (level: "info" | "warning" | "error", message)
 

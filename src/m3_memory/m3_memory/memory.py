@@ -12,13 +12,14 @@ from typing import Protocol
 
 import numpy as np
 
-from m3_memory.backend import MemoryBackend
-from m3_memory.embedder import TextEmbedder
-from m3_memory.graph import GraphConfig, MemorizerOutput, MemoryGraph, usable_embedding
-from m3_memory.records import KIND_FACE, KIND_VOICE, ClipEvidence, ClipRecord, MemoryDraft
-from m3_memory.rules_memorizer import RulesMemorizer
-from m3_memory.search import MemorySearch, SearchConfig
-from m3_memory.store import MemoryStore
+from m3_memory.graph.backend import MemoryBackend
+from m3_memory.graph.memory_graph import GraphConfig, MemorizerOutput, MemoryGraph, usable_embedding
+from m3_memory.graph.records import KIND_FACE, KIND_VOICE, ClipEvidence, ClipRecord, MemoryDraft
+from m3_memory.memorize.rules import RulesMemorizer
+from m3_memory.robot_ids import robot_id_problem
+from m3_memory.search.api import MemorySearch, SearchConfig
+from m3_memory.search.embedder import TextEmbedder
+from m3_memory.store.sqlite_store import MemoryStore
 
 
 class Memorizer(Protocol):
@@ -85,6 +86,18 @@ class Memory:
         returns how many were written (0 also while the storage is still away)."""
         with self.graph.ingest_lock:
             return self.graph.backend.flush_pending()
+
+    def search_fleet(self, query: str, top_k: int = 10, robot_id: str = "") -> list[dict]:
+        """Closest memories of every robot (robot_id "") or of one, straight from Milvus' index, as
+        dicts with robot_id and score (the services' fleet search is MemorySearch with robot_id)."""
+        search_text = getattr(self.graph.backend, "search_text", None)
+        if search_text is None:
+            raise ValueError("a fleet search needs memory_backend milvus (this memory is a local SQLite store)")
+        if not query.strip():
+            raise ValueError("empty query")
+        if robot_id and (problem := robot_id_problem(robot_id)):
+            raise ValueError(problem)
+        return search_text(self.embedder.embed([query])[0], top_k, robot_id)
 
     @property
     def next_clip_index(self) -> int:

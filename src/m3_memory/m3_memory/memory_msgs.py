@@ -6,10 +6,10 @@ from builtin_interfaces.msg import Time
 
 from m3_interfaces.msg import ClipMemory, MemoryItem
 from m3_memory import errors
-from m3_memory.as_of import AsOfError, stamp_ns
 from m3_memory.errors import MemoryApiError
-from m3_memory.records import ClipRecord, TextNode
-from m3_memory.search import SearchHit
+from m3_memory.graph.records import ClipRecord, TextNode
+from m3_memory.search.api import SearchHit
+from m3_memory.search.as_of import AsOfError, stamp_ns
 
 NS = 1_000_000_000
 

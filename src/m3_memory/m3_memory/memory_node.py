@@ -14,6 +14,9 @@ import time
 import traceback
 from collections.abc import Callable
 
+from m3_runtime.managed_node import ManagedNode, run_node
+from m3_runtime.parameter_checks import declare_checked
+from m3_runtime.stamps import StampRejected
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
@@ -26,25 +29,22 @@ from m3_memory.assembly import clip_ingester, clip_windows, make_memorizer, memo
 from m3_memory.clip_window import ClipCloser, ClipWindows
 from m3_memory.errors import MemoryApiError, ModelMissingError, StoreError
 from m3_memory.evidence_msgs import face_evidence, match_evidence, voice_evidence, voice_revision
+from m3_memory.graph.records import ClipRecord
+from m3_memory.graph.tags import kind_of
 from m3_memory.hri_output import HriPersonsOutput
 from m3_memory.ingest_worker import ClipIngester
 from m3_memory.memory import Memory
 from m3_memory.memory_msgs import clip_msg, item_msg, request_stamp_ns, to_ns, to_time
 from m3_memory.node_parameters import PARAMETERS
-from m3_memory.query_encoders import QueryEncoders
-from m3_memory.records import ClipRecord
 from m3_memory.robot_ids import check_robot_id
-from m3_memory.tags import kind_of
-from m3_perception.managed_node import ManagedNode, run_node
-from m3_perception.parameter_checks import declare_checked
-from m3_perception.stamps import StampRejected
+from m3_memory.search.query_encoders import QueryEncoders
 
 NODE_NAME = "memory_node"
 TICK_S = 0.5  # how often the stream clock and the idle time are looked at (steady time) [s]
 
 
 class MemoryNode(ManagedNode):
-    """Thin adapter around m3_memory.memory.Memory; a managed node (m3_perception.managed_node): the store
+    """Thin adapter around m3_memory.memory.Memory; a managed node (m3_runtime.managed_node): the store
     opens on configure, evidence and services go live on activate, the store closes on cleanup."""
 
     def __init__(self, embedder=None, **kwargs) -> None:
@@ -188,7 +188,7 @@ class MemoryNode(ManagedNode):
         if not self.windows.wants_keyframe(to_ns(msg.header.stamp)):
             return
         try:
-            from m3_perception import image_codec
+            from m3_runtime import image_codec
 
             rgb = image_codec.decode_raw(
                 msg.encoding, msg.width, msg.height, msg.step, msg.data, self.encoders.max_image_pixels

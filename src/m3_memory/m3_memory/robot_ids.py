@@ -7,7 +7,7 @@ with a letter or digit; "fleet" is the namespace of a fleet's shared people, nev
 Whose memories a search may name, one rule for the memory services and the control node's goals
 (issue 21, D4): "" (every robot sharing the memory) and the memory's own robot id always; another
 robot's id only where the memory has a fleet (Milvus with a fleet_slot). Elsewhere it is refused with
-"no fleet: ..." (m3_memory.fleet_search): INVALID_ARGUMENT on the services, INVALID_GOAL on a goal.
+"no fleet: ..." (m3_memory.search.fleet): INVALID_ARGUMENT on the services, INVALID_GOAL on a goal.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 ROBOT_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-RESERVED = ("fleet",)  # m3_memory.milvus_writer.FLEET_NAMESPACE
+RESERVED = ("fleet",)  # m3_memory.milvus.writer.FLEET_NAMESPACE
 
 
 def robot_id_problem(robot_id: object) -> str:

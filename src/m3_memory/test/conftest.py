@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from memory_backends import open_memory
 
-from m3_memory.embedder import TextEmbedder
-from m3_memory.milvus_server import MilvusLiteServer
+from m3_memory.milvus.server import MilvusLiteServer
+from m3_memory.search.embedder import TextEmbedder
 
 
 def pytest_generate_tests(metafunc) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from m3_memory.records import ClipEvidence, FaceEvidence, MatchEvidence, VoiceEvidence
+from m3_memory.graph.records import ClipEvidence, FaceEvidence, MatchEvidence, VoiceEvidence
 
 S = 1_000_000_000
 

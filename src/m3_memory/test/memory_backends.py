@@ -5,11 +5,11 @@ from __future__ import annotations
 import itertools
 import os
 
-from m3_memory.graph import GraphConfig
+from m3_memory.graph.memory_graph import GraphConfig
 from m3_memory.memory import Memory
-from m3_memory.milvus_backend import MilvusBackend, MilvusConfig
-from m3_memory.milvus_server import MilvusLiteServer
-from m3_memory.search import SearchConfig
+from m3_memory.milvus.backend import MilvusBackend, MilvusConfig
+from m3_memory.milvus.server import MilvusLiteServer
+from m3_memory.search.api import SearchConfig
 
 BOTH = ("sqlite", "milvus")
 _prefixes = itertools.count()

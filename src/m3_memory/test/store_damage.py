@@ -14,7 +14,7 @@ import sqlite3
 from m3mem_evidence import clip, face, match, voice
 
 from m3_memory.memory import Memory
-from m3_memory.store import DB_FILE
+from m3_memory.store.sqlite_store import DB_FILE
 
 CLIPS = 12
 NAMES = ("Alice", "Bob", "Carol")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from m3_memory.ann_index import EXACT_MAX, CosineIndex
+from m3_memory.store.ann_index import EXACT_MAX, CosineIndex
 
 DIM = 24
 

@@ -1,11 +1,11 @@
-"""The as-of limit rules (m3_memory.as_of) on their own: the documented "no limit" values pass, every other
+"""The as-of limit rules (m3_memory.search.as_of) on their own: the documented "no limit" values pass, every other
 out-of-range value is refused with a message naming the field, never read as "no limit"."""
 
 from __future__ import annotations
 
 import pytest
 
-from m3_memory.as_of import NS_PER_S, AsOfError, check_as_of, stamp_ns
+from m3_memory.search.as_of import NS_PER_S, AsOfError, check_as_of, stamp_ns
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from m3_memory import bench
+from m3_agent.bench import memory as bench
 
 
 def test_bench_prints_figures_as_last_line(capsys, tmp_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from m3_memory import bench_fleet
+from m3_agent.bench import fleet as bench_fleet
 
 
 def test_fleet_bench_loses_and_duplicates_nothing(capsys):

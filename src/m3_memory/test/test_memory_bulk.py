@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from m3_memory.bench import ingest, node_vectors, synthetic_texts
+from m3_agent.bench.memory import ingest, node_vectors, synthetic_texts
+from m3_memory.graph.records import KIND_EPISODIC, KIND_SEMANTIC, ClipEvidence, MemoryDraft
 from m3_memory.memory import Memory
-from m3_memory.records import KIND_EPISODIC, KIND_SEMANTIC, ClipEvidence, MemoryDraft
 
 NS = 1_000_000_000
 
@@ -84,7 +84,7 @@ def test_sentence_set_vectors_are_cached_and_jittered(tmp_path, embedder):
 def test_index_search_survives_a_stranded_hnsw_search():
     """hnswlib raises when a search reaches fewer than k vectors (seen at 1M near-duplicate memories):
     the index retries with a larger ef and then returns what the search reaches."""
-    from m3_memory.ann_index import CosineIndex
+    from m3_memory.store.ann_index import CosineIndex
 
     rng = np.random.default_rng(1)
     vectors = rng.normal(size=(400, 16)).astype(np.float32)

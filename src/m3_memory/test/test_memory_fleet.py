@@ -7,10 +7,9 @@ from __future__ import annotations
 from m3mem_evidence import clip, face, match, voice
 from memory_backends import fresh_prefix
 
-from m3_memory.fleet_search import search_fleet
-from m3_memory.graph import GraphConfig
+from m3_memory.graph.memory_graph import GraphConfig
 from m3_memory.memory import Memory
-from m3_memory.milvus_backend import MilvusBackend, MilvusConfig
+from m3_memory.milvus.backend import MilvusBackend, MilvusConfig
 
 
 def robot(server, prefix: str, name: str, slot: int, embedder, tmp_path) -> Memory:
@@ -49,10 +48,10 @@ def test_two_robots_share_people_and_search_the_fleet(tmp_path, embedder, milvus
         assert a.search.get_entity("person_2002").entity_id == "person_1002"  # the merged id resolves on a too
         assert "voice_2001" in a.graph.entities  # robot a's ids go on from its own counter
         # fleet-wide search by default, one robot on request
-        hits = search_fleet(a, "green tea", top_k=20)
+        hits = a.search_fleet("green tea", top_k=20)
         assert {h["robot_id"] for h in hits} == {"robot_a", "robot_b"}
         assert any(h["robot_id"] == "robot_b" and "green tea" in h["text"] for h in hits[:3])
-        only_a = search_fleet(a, "green tea", top_k=20, robot_id="robot_a")
+        only_a = a.search_fleet("green tea", top_k=20, robot_id="robot_a")
         assert only_a and {h["robot_id"] for h in only_a} == {"robot_a"}
     finally:
         a.close()

@@ -19,7 +19,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from m3_interfaces.msg import ClipMemory, EntityMatch, FaceObservation, FaceTracks, VoiceSegment
 from m3_interfaces.srv import GetEntity, SearchClip, SearchNode
-from m3_memory.milvus_server import MilvusLiteServer
+from m3_memory.milvus.server import MilvusLiteServer
 
 
 def stamp(seconds: float) -> Time:

@@ -10,10 +10,10 @@ from memory_backends import fresh_prefix
 
 from m3_memory import errors
 from m3_memory.errors import MemoryApiError
-from m3_memory.graph import GraphConfig
+from m3_memory.graph.memory_graph import GraphConfig
 from m3_memory.memory import Memory
-from m3_memory.milvus_backend import MilvusBackend, MilvusConfig
-from m3_memory.search import SearchConfig
+from m3_memory.milvus.backend import MilvusBackend, MilvusConfig
+from m3_memory.search.api import SearchConfig
 
 
 def robot(server, prefix: str, name: str, slot: int, embedder, tmp_path) -> Memory:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from m3mem_evidence import clip, face, match, unit, voice
 
-from m3_memory.graph import GraphConfig
+from m3_memory.graph.memory_graph import GraphConfig
 from m3_memory.memory import Memory
 
 BACKENDS = ("sqlite", "milvus")  # the tests on the `memory` fixture run on both back-ends
@@ -181,8 +181,8 @@ def test_clip_index_never_written_twice(memory):
 
 
 def test_missing_text_model_is_a_clear_error(tmp_path):
-    from m3_memory.embedder import TextEmbedder
     from m3_memory.errors import ModelMissingError
+    from m3_memory.search.embedder import TextEmbedder
 
     with pytest.raises(ModelMissingError, match=r"model\.safetensors"):
         TextEmbedder(str(tmp_path / "no_model"))

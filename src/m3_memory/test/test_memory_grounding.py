@@ -8,9 +8,9 @@ import json
 from m3mem_evidence import S, clip, face, match, voice
 from test_memory_openai_memorizer import jpeg, server_factory  # noqa: F401  (a fixture)
 
-from m3_memory.grounding import copied, grounded
+from m3_memory.memorize.grounding import copied, grounded
+from m3_memory.memorize.openai_compatible import OpenAIMemorizer
 from m3_memory.memory import Memory
-from m3_memory.openai_memorizer import OpenAIMemorizer
 
 SAID = ["I usually drink hot chocolate before bed.", "My sister Nadia moved the bike to the shed."]
 
@@ -37,7 +37,7 @@ def test_a_fact_that_only_repeats_a_line_is_a_copy():
 
 
 def test_the_memorizer_keeps_heard_facts_and_trusts_what_a_vision_model_saw(tmp_path, server_factory):  # noqa: F811
-    from m3_memory.embedder import TextEmbedder
+    from m3_memory.search.embedder import TextEmbedder
 
     reply = {
         "names": [],

@@ -10,10 +10,10 @@ import time
 from m3mem_evidence import clip, face, voice
 from test_memory_openai_memorizer import ScriptedServer
 
-from m3_memory.graph import DEGRADED_PREFIX
+from m3_memory.graph.memory_graph import DEGRADED_PREFIX
 from m3_memory.ingest_worker import ClipIngester
+from m3_memory.memorize.openai_compatible import OpenAIMemorizer
 from m3_memory.memory import Memory
-from m3_memory.openai_memorizer import OpenAIMemorizer
 
 REPLY = json.dumps({"names": [], "semantic": [], "episodic": []})
 

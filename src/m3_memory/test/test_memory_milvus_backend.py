@@ -13,10 +13,10 @@ from pymilvus import MilvusClient
 
 from m3_memory.assembly import open_memory as open_from_parameters
 from m3_memory.errors import StoreError
-from m3_memory.graph import GraphConfig
+from m3_memory.graph.memory_graph import GraphConfig
 from m3_memory.memory import Memory
-from m3_memory.milvus_backend import MilvusBackend, MilvusConfig
-from m3_memory.milvus_server import MilvusLiteServer
+from m3_memory.milvus.backend import MilvusBackend, MilvusConfig
+from m3_memory.milvus.server import MilvusLiteServer
 from m3_memory.node_parameters import PARAMETERS
 
 
@@ -122,7 +122,7 @@ def test_server_outage_loses_and_duplicates_nothing(tmp_path, embedder):
 def test_migration_to_milvus_and_back_is_verified(tmp_path, embedder, milvus_server, capsys):
     import json
 
-    from m3_memory.milvus_tools import from_milvus_main, to_milvus_main
+    from m3_memory.milvus.tools import from_milvus_main, to_milvus_main
 
     source = Memory.open(str(tmp_path / "robot"), embedder, GraphConfig())
     for item in clips():
@@ -255,7 +255,7 @@ def test_a_large_memory_reopens_with_its_saved_index_and_never_with_another_memo
     """Closing keeps the text index beside the robot's clip buffer, so reopening loads it instead of
     rebuilding it from Milvus, with the same answers; another memory later stored under the same
     robot id and prefix (same count of memories) never takes it, and a damaged file is rebuilt."""
-    from m3_memory.bench import ingest, synthetic_texts
+    from m3_agent.bench.memory import ingest, synthetic_texts
 
     prefix, spool = fresh_prefix(), tmp_path / "spool"
     config = MilvusConfig(uri=milvus_server.uri, collection_prefix=prefix, spool_dir=str(spool))

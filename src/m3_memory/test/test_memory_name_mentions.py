@@ -11,10 +11,10 @@ import pytest
 from m3mem_evidence import clip, face, match, voice
 from test_memory_openai_memorizer import server_factory  # noqa: F401  (a fixture)
 
+from m3_memory.memorize.name_mentions import Turns, labelled_text, merge_mentions, resolve_mentions
+from m3_memory.memorize.openai_compatible import OpenAIMemorizer, said_name
+from m3_memory.memorize.rules import RulesMemorizer
 from m3_memory.memory import Memory
-from m3_memory.name_mentions import Turns, labelled_text, merge_mentions, resolve_mentions
-from m3_memory.openai_memorizer import OpenAIMemorizer, said_name
-from m3_memory.rules_memorizer import RulesMemorizer
 
 
 def turns(speakers: list[str], seen: list[list[str]] | None = None, same: dict[str, str] | None = None) -> Turns:
@@ -58,7 +58,7 @@ def test_names_in_facts_become_labels_whole_words_only():
 
 
 def test_a_misheard_self_introduction_is_outvoted_and_facts_follow_the_person(tmp_path, server_factory):  # noqa: F811
-    from m3_memory.embedder import TextEmbedder
+    from m3_memory.search.embedder import TextEmbedder
 
     first = clip(
         0,

@@ -21,7 +21,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from m3_interfaces.msg import AudioChunk, ClipMemory, EntityMatch, FaceObservation, FaceTracks, VoiceSegment
 from m3_interfaces.srv import GetEntity, GetStats, SearchClip, SearchNode
-from m3_memory.store import DB_FILE
+from m3_memory.store.sqlite_store import DB_FILE
 
 HERE = Path(__file__).parent
 FACTS = [

@@ -40,7 +40,7 @@ def _voice(t0: float, index: int) -> VoiceSegment:
 
 
 def test_kill9_while_clips_are_written_leaves_an_intact_prefix(tmp_path, reliability_counts):
-    from m3_memory.store import MemoryStore
+    from m3_memory.store.sqlite_store import MemoryStore
 
     memory_dir = tmp_path / "memory"
     node = subprocess.Popen(

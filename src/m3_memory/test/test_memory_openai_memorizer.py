@@ -13,15 +13,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from m3mem_evidence import S, clip, face, match, voice
 
-from m3_memory.clip_prompt import describe, reply_schema
-from m3_memory.memory import Memory
-from m3_memory.openai_memorizer import (
+from m3_memory.memorize.clip_prompt import describe, reply_schema
+from m3_memory.memorize.openai_compatible import (
     MemorizerError,
     MemorizerUnavailable,
     OpenAIMemorizer,
     parse_reply,
     said_name,
 )
+from m3_memory.memory import Memory
 
 GOOD = {
     "names": [{"line": 1, "name": "Rosa", "whose": "self"}],

@@ -9,8 +9,8 @@ from m3mem_evidence import clip
 
 from m3_memory import errors
 from m3_memory.errors import MemoryApiError
-from m3_memory.query_encoders import QueryEncoders
-from m3_memory.records import VoiceEvidence
+from m3_memory.graph.records import VoiceEvidence
+from m3_memory.search.query_encoders import QueryEncoders
 
 S = 1_000_000_000
 
@@ -29,7 +29,7 @@ def speech():
 
 
 def test_voice_sample_finds_the_stored_voice(memory, speech):
-    from m3_perception.audio_codec import encode_s16le
+    from m3_runtime.audio_codec import encode_s16le
 
     encoder, said, embedded = speech
     memory.ingest(
@@ -57,7 +57,8 @@ def test_the_query_encoder_is_the_perception_default(speech):
 def test_a_query_against_voices_of_another_model_is_refused(memory, speech):
     """A memory whose voices came from resemblyzer (256-d), queried with CAM++ (192-d): a clear
     INVALID_AUDIO naming both sizes, never a crash nor a meaningless match."""
-    from m3_perception.audio_codec import encode_s16le
+    from m3_runtime.audio_codec import encode_s16le
+
     from m3_perception.voice_encoder import VoiceEncoder
 
     encoder, said, _ = speech

@@ -11,7 +11,7 @@ from memory_backends import open_memory
 
 from m3_memory import errors
 from m3_memory.errors import MemoryApiError
-from m3_memory.search import SearchConfig
+from m3_memory.search.api import SearchConfig
 
 BACKENDS = ("sqlite", "milvus")  # every test here runs on both back-ends
 

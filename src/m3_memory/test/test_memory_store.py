@@ -14,8 +14,8 @@ from reference_pickles import write_reference_pickle
 
 from m3_memory.errors import SchemaVersionError, StoreError
 from m3_memory.memory import Memory
-from m3_memory.reference_import import UntrustedPickleError, import_reference, load_reference_pickle
-from m3_memory.store import DB_FILE, SCHEMA_FILE, SCHEMA_VERSION, MemoryStore
+from m3_memory.store.reference_import import UntrustedPickleError, import_reference, load_reference_pickle
+from m3_memory.store.sqlite_store import DB_FILE, SCHEMA_FILE, SCHEMA_VERSION, MemoryStore
 
 
 def test_new_store_layout(tmp_path):
@@ -121,7 +121,7 @@ def test_restricted_unpickler_refuses_calls_that_allocate_a_declared_size(tmp_pa
 
 
 def test_saved_text_index_is_used_only_when_it_matches(tmp_path, embedder):
-    from m3_memory.bench import ingest, synthetic_texts
+    from m3_agent.bench.memory import ingest, synthetic_texts
 
     path = str(tmp_path / "m")
     texts = synthetic_texts(400)

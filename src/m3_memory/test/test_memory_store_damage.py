@@ -12,7 +12,7 @@ from store_damage import build_store, digest, flip_leaf
 
 from m3_memory.errors import StoreError
 from m3_memory.memory import Memory
-from m3_memory.store import DB_FILE, SCHEMA_FILE, MemoryStore
+from m3_memory.store.sqlite_store import DB_FILE, SCHEMA_FILE, MemoryStore
 
 
 @pytest.fixture(scope="module")

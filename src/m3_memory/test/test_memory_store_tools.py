@@ -8,7 +8,7 @@ import sqlite3
 from m3mem_evidence import clip, face, voice
 from store_damage import build_store, digest, flip_leaf
 
-from m3_memory.store_tools import check_main, export_main
+from m3_memory.store.tools import check_main, export_main
 
 
 def test_export_and_check(memory, tmp_path, capsys):

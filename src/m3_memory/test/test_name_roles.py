@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from m3_memory.name_roles import SPEAKER, Mention, find_mentions
-from m3_memory.name_scenes import DEV, Scene, clip_of, person_names, score
-from m3_memory.rules_memorizer import RulesMemorizer
+from m3_memory.memorize.name_roles import SPEAKER, Mention, find_mentions
+from m3_memory.memorize.name_scenes import DEV, Scene, clip_of, person_names, score
+from m3_memory.memorize.rules import RulesMemorizer
 
 
 @pytest.mark.parametrize(

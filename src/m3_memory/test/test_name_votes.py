@@ -1,7 +1,7 @@
 """A person's name from the votes of its mentions: spellings of one name vote together."""
 
-from m3_memory.graph_people import PeopleMixin, spelling_groups
-from m3_memory.records import KIND_PERSON, EntityRecord
+from m3_memory.graph.people import PeopleMixin, spelling_groups
+from m3_memory.graph.records import KIND_PERSON, EntityRecord
 
 
 def _person(votes: dict[str, int], name: str = "") -> EntityRecord:

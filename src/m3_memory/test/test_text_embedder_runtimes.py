@@ -13,9 +13,9 @@ import time
 import numpy as np
 import pytest
 
-from m3_memory import onnx_text_encoder
-from m3_memory.embedder import TextEmbedder
 from m3_memory.errors import ModelMissingError
+from m3_memory.search import onnx_text_encoder
+from m3_memory.search.embedder import TextEmbedder
 
 TEXTS = [
     "<face_3> hands the red cup to <voice_12> in the kitchen.",

@@ -12,7 +12,7 @@ from memory_backends import fresh_prefix, open_memory
 from m3_interfaces.msg import IdentityUpdate
 from m3_memory.clip_window import ClipWindows
 from m3_memory.evidence_msgs import voice_revision
-from m3_memory.records import VoiceRevision
+from m3_memory.graph.records import VoiceRevision
 
 BACKENDS = ("sqlite", "milvus")  # the tests on the `memory` fixture run on both back-ends
 

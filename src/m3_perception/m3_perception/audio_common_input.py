@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from m3_perception.audio_codec import AudioDecodeError, AudioLimits, check_format, decode_chunk
+from m3_runtime.audio_codec import AudioDecodeError, AudioLimits, check_format, decode_chunk
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,10 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from m3_runtime.image_codec import encode_jpeg
 
 from m3_perception.face_encoder import EMBEDDING_MODEL, FaceEncoder, crop_face, face_quality
 from m3_perception.identity_clusters import IdentityClusters
-from m3_perception.image_codec import encode_jpeg
 from m3_perception.iou_tracker import IouTracker
 
 

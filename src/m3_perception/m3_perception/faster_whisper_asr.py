@@ -18,9 +18,9 @@ import math
 import os
 
 import numpy as np
+from m3_runtime.audio_codec import checked_mono
 
 from m3_perception.asr import Transcript, WordTiming
-from m3_perception.audio_codec import checked_mono
 from m3_perception.whisper_models import resolve
 
 DEVICES = ("auto", "cpu", "cuda")

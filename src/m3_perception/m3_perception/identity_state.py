@@ -15,6 +15,7 @@ from collections import Counter, deque
 from typing import Any
 
 import numpy as np
+from m3_runtime.state_file import StateError
 
 from m3_perception.face_pipeline import FacePipeline
 from m3_perception.face_voice_matcher import FaceVoiceMatcher
@@ -26,10 +27,6 @@ from m3_perception.voice_revision import Turn
 
 FORMAT = "m3-perception-identity-state"
 VERSION = 2
-
-
-class StateError(ValueError):
-    """A saved state that cannot be restored (corrupt, foreign, or of another version)."""
 
 
 class Arrays:

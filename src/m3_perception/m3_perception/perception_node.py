@@ -13,6 +13,11 @@ from collections.abc import Callable
 
 import numpy as np
 from builtin_interfaces.msg import Time
+from m3_runtime.audio_codec import AudioDecodeError, AudioLimits, decode_chunk
+from m3_runtime.image_codec import ImageDecodeError, decode_compressed, decode_raw
+from m3_runtime.managed_node import ManagedNode, run_node
+from m3_runtime.parameter_checks import declare_checked
+from m3_runtime.stamps import StampGuard, StampRejected, header_ns
 from rclpy.clock import Clock as RclpyClock
 from rclpy.clock import ClockType
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
@@ -31,18 +36,13 @@ from m3_interfaces.msg import (
     VoiceSegment,
 )
 from m3_perception.assembly import build_pipelines
-from m3_perception.audio_codec import AudioDecodeError, AudioLimits, decode_chunk
 from m3_perception.camera_watch import CHECK_PERIOD_S, CameraWatch, other_transport
 from m3_perception.engine import EngineCallbacks, PerceptionEngine
 from m3_perception.face_pipeline import FaceObs
 from m3_perception.face_voice_matcher import MatchCandidate
 from m3_perception.identity_clusters import IdentityState
-from m3_perception.image_codec import ImageDecodeError, decode_compressed, decode_raw
-from m3_perception.managed_node import ManagedNode, run_node
 from m3_perception.node_parameters import PARAMETERS
-from m3_perception.parameter_checks import declare_checked
 from m3_perception.ros_conventions import PerceptionConventions
-from m3_perception.stamps import StampGuard, StampRejected, header_ns
 from m3_perception.voice_pipeline import VoiceEvent
 from m3_perception.voice_revision import VoiceUpdate
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from m3_runtime.audio_codec import resample
 
-from m3_perception.audio_codec import resample
 from m3_perception.conversation_mix import overlap_share, place_backchannels, plan_overlaps, short_words, turn_starts
 from m3_perception.model_files import ModelFileMissing, package_dir
 from m3_perception.telephone import telephone_channel

@@ -16,9 +16,8 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-
-from m3_perception.audio_codec import resample
-from m3_perception.image_codec import encode_jpeg
+from m3_runtime.audio_codec import resample
+from m3_runtime.image_codec import encode_jpeg
 
 # Portrait crops (y0, y1, x0, x1) around each face, so faces can be placed on a canvas.
 _CROPS = {"astronaut": (30, 230, 130, 320), "hopper": (80, 400, 110, 430), "cameraman": (60, 260, 120, 320)}

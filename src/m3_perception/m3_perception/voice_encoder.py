@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from m3_runtime.audio_codec import checked_mono
 
-from m3_perception.audio_codec import checked_mono
 from m3_perception.model_files import packaged_file, require_file
 
 EMBEDDING_MODEL = "resemblyzer"

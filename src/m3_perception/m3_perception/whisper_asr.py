@@ -25,9 +25,9 @@ import math
 from pathlib import Path
 
 import numpy as np
+from m3_runtime.audio_codec import checked_mono
 
 from m3_perception.asr import Transcript
-from m3_perception.audio_codec import checked_mono
 from m3_perception.model_files import ModelFileMissing
 
 RATE = 16000

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from m3_perception.bench import main
-from m3_perception.bench_conversations import _pool, real_speech_keys, score
+from m3_agent.bench.conversations import _pool, real_speech_keys, score
+from m3_agent.bench.perception import main
 
 
 def test_bench_prints_json_figures(capsys) -> None:

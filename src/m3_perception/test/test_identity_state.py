@@ -12,14 +12,13 @@ import zipfile
 
 import numpy as np
 import pytest
+from m3_runtime.state_file import StateError, read_state, write_state
 
 from m3_perception import identity_state
 from m3_perception.assembly import DEFAULT_SPEAKER_BACKEND, speaker_encoder
 from m3_perception.face_encoder import FaceEncoder
 from m3_perception.face_pipeline import FacePipeline
 from m3_perception.face_voice_matcher import FaceVoiceMatcher
-from m3_perception.identity_state import StateError
-from m3_perception.state_file import read_state, write_state
 from m3_perception.synthetic import compose, face_photos, speak
 from m3_perception.utterances import RATE
 from m3_perception.vad import SileroVad

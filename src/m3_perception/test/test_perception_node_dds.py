@@ -11,6 +11,9 @@ import time
 import numpy as np
 import pytest
 import rclpy
+from m3_runtime.audio_codec import encode_s16le
+from m3_runtime.image_codec import encode_jpeg, encode_raw_rgb8
+from m3_runtime.managed_node import bring_up
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -18,9 +21,6 @@ from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import Header
 
 from m3_interfaces.msg import AudioChunk, EntityMatch, FaceTracks, IdentityList, VoiceSegment
-from m3_perception.audio_codec import encode_s16le
-from m3_perception.image_codec import encode_jpeg, encode_raw_rgb8
-from m3_perception.managed_node import bring_up
 from m3_perception.metrics import wer
 from m3_perception.perception_node import PerceptionNode, to_sec, to_time
 from m3_perception.synthetic import compose, face_photos, jpeg_claiming, png_claiming, speak

@@ -234,8 +234,8 @@ def test_real_conversation_a_speaker_split_online_is_merged_back() -> None:
     assignment gives one speaker two voices; the revision merges them, and never merges two speakers."""
     from collections import Counter
 
+    from m3_agent.bench.conversations import BASE, VARIANTS, score
     from m3_perception.assembly import build_pipelines
-    from m3_perception.bench_conversations import BASE, VARIANTS, score
     from m3_perception.node_parameters import PARAMETERS
     from m3_perception.real_speech import assemble_conversation, conversation_sources
     from m3_perception.vad import SileroVad

@@ -1,0 +1,1 @@
+"""`m3 bench …`: the benchmarks of every package, kept apart from the product (no node imports them)."""

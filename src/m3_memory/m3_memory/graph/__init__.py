@@ -1,0 +1,2 @@
+"""The memory graph: face, voice and person entities, episodic and semantic text nodes, their records and
+tags, and the storage interface a back-end provides (backend)."""

@@ -1,0 +1,165 @@
+"""Text memories in the memory graph: episodic and semantic nodes, reinforcement, and bulk building.
+
+A mixin of MemoryGraph (m3_memory.graph.memory_graph), which owns the state these methods read and change;
+every change is also handed to the clip's StoreWriter so the back-end stores it with the clip.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from m3_memory.graph.backend import StoreWriter
+from m3_memory.graph.records import KIND_EPISODIC, KIND_SEMANTIC, ClipEvidence, MemoryDraft, TextNode
+from m3_memory.graph.tags import kind_of, seq_of, tags_in
+
+
+class MemoriesMixin:
+    """Adding, reinforcing and weakening text memories; see the module docstring."""
+
+    def _add_memory(self, writer: StoreWriter, draft: MemoryDraft, vector: np.ndarray, clip_index: int, outcome):
+        """Insert a memory; a semantic memory close to one about the same entities reinforces it instead."""
+        entity_ids = [e for e in tags_in(draft.text) if self.resolve(e) in self.entities]
+        if draft.kind == KIND_EPISODIC:
+            for node_id in self.clips[clip_index]["episodic"]:
+                if self.text[node_id].text == draft.text:
+                    return  # the same event twice in one clip: stored once
+            for node_id in self.entity_memories.get(entity_ids[0], []) if entity_ids else []:
+                node = self.text[node_id]
+                if (node.kind, node.text, node.start_ns, node.end_ns) == (
+                    KIND_EPISODIC,
+                    draft.text,
+                    draft.start_ns,
+                    draft.end_ns,
+                ):
+                    return  # a replayed event (same text, same stream times): stored once
+        else:
+            about = self.person_set(entity_ids)
+            reinforced = False
+            for node_id in self._semantic_candidates(about):
+                existing = self.semantic_vectors[node_id]
+                node = self.text[node_id]
+                if self.person_set(node.entity_ids) != about:
+                    continue
+                cosine = float(np.dot(existing, vector))
+                if cosine > self.config.reinforce_threshold:
+                    self._reweigh(writer, node, +1.0, clip_index)
+                    if node_id not in outcome.semantic:
+                        outcome.semantic.append(node_id)
+                    reinforced = True
+                elif cosine < self.config.weaken_threshold:
+                    self._reweigh(writer, node, -1.0, clip_index)
+                    outcome.weakened.append(node_id)
+            if reinforced:
+                return
+        seq = writer.next_id("text")
+        node = TextNode(
+            f"{draft.kind}_{seq}", seq, draft.kind, draft.text, clip_index, draft.start_ns, draft.end_ns, 1.0,
+            entity_ids,
+        )  # fmt: skip
+        writer.add_text_nodes([node], vector[None, :])
+        self._cache_text(node)
+        self.text_index.add([seq], vector[None, :])
+        self.node_clips[node.node_id] = [clip_index]
+        if node.kind == KIND_SEMANTIC:
+            self.semantic_vectors[node.node_id] = vector
+            writer.add_node_clip(node.node_id, clip_index, 1.0)
+            self.clips[clip_index]["semantic"].append(node.node_id)
+            outcome.semantic.append(node.node_id)
+        else:
+            self.clips[clip_index]["episodic"].append(node.node_id)
+            outcome.episodic.append(node.node_id)
+
+    def _semantic_candidates(self, about: frozenset[str]) -> list[str]:
+        """Semantic memories that may be about the same entities: those linked to one of them (all
+        entity-free ones when `about` is empty), in creation order. Keeps reinforcement off O(N)."""
+        if not about:
+            return [n for n, _ in self.semantic_vectors.items() if not self.text[n].entity_ids]
+        ids: set[str] = set()
+        for entity_id in about:
+            for linked in (entity_id, *self.aliases_of(entity_id), *self.members_of(entity_id)):
+                ids.update(n for n in self.entity_memories.get(linked, []) if n in self.semantic_vectors)
+        return sorted(ids, key=lambda n: self.text[n].seq)
+
+    def _reweigh(self, writer: StoreWriter, node: TextNode, delta: float, clip_index: int) -> None:
+        node.weight += delta
+        writer.set_weight(node)
+        writer.add_node_clip(node.node_id, clip_index, delta)
+        if delta > 0 and node.node_id not in self.clips[clip_index]["semantic"]:
+            self.clips[clip_index]["semantic"].append(node.node_id)
+            self.node_clips.setdefault(node.node_id, []).append(clip_index)
+
+    def add_episodic_bulk(self, clips: list[tuple[ClipEvidence, list[MemoryDraft]]], vectors: np.ndarray) -> int:
+        """Bulk building of large memories: many clips of episodic memories in ONE transaction and
+        one batched index insert. Each clip is new and holds only episodic drafts whose tags name
+        known entities; no entity observations, names or matches (use apply_clip for those). A
+        repeated text within a clip is stored once; the replay check of apply_clip (same text and
+        times in an earlier clip) is skipped, so the caller must not feed the same event twice.
+        Returns the number of memories stored; atomic like apply_clip (all of it or none)."""
+        total = sum(len(drafts) for _, drafts in clips)
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(total, self.text_dim)
+        with self.ingest_lock, self.lock:
+            indexes = [clip.clip_index for clip, _ in clips]
+            if len(set(indexes)) != len(indexes) or any(i in self.clips for i in indexes):
+                raise ValueError("bulk clips must be new and distinct")
+            clip_rows, nodes, rows = [], [], []
+            entity_cache: dict[str, list[str]] = {}
+            stored_ns = time.time_ns()
+            try:
+                with self.backend.transaction() as writer:
+                    writer.ensure_text_dim(self.text_dim)
+                    seq = self.backend.counters().get("text", 0)
+                    offset = 0
+                    for clip, drafts in clips:
+                        seen_texts: set[str] = set()
+                        present: set[str] = set()
+                        for draft in drafts:
+                            offset += 1
+                            if draft.kind != KIND_EPISODIC:
+                                raise ValueError("bulk ingest stores episodic memories only")
+                            if draft.text in seen_texts:
+                                continue
+                            seen_texts.add(draft.text)
+                            tags = tags_in(draft.text)
+                            key = " ".join(tags)
+                            entity_ids = entity_cache.get(key)
+                            if entity_ids is None:
+                                entity_ids = entity_cache[key] = [e for e in tags if self.resolve(e) in self.entities]
+                            present.update(entity_ids)
+                            seq += 1
+                            nodes.append(
+                                TextNode(
+                                    f"{KIND_EPISODIC}_{seq}", seq, KIND_EPISODIC, draft.text, clip.clip_index,
+                                    draft.start_ns, draft.end_ns, 1.0, entity_ids,
+                                )
+                            )  # fmt: skip
+                            rows.append(offset - 1)
+                        ids = sorted(present, key=lambda e: (kind_of(e) or "", seq_of(e)))
+                        persons = sorted({self.person_of(e) for e in ids} - {None}, key=seq_of)
+                        clip_rows.append((clip, ids + persons))
+                    writer.add_clips(
+                        [(c.clip_index, c.start_ns, c.end_ns, stored_ns, ids, c.keyframe_jpeg) for c, ids in clip_rows]
+                    )
+                    writer.add_text_nodes(nodes, vectors[rows])
+                    if nodes:
+                        writer.set_counter("text", seq)
+                    for clip, ids in clip_rows:
+                        self.clips[clip.clip_index] = {
+                            "start_ns": clip.start_ns,
+                            "end_ns": clip.end_ns,
+                            "stored_ns": stored_ns,
+                            "entity_ids": ids,
+                            "episodic": [],
+                            "semantic": [],
+                        }
+                    for node in nodes:
+                        self._cache_text(node)
+                        self.clips[node.clip_index]["episodic"].append(node.node_id)
+                        self.node_clips[node.node_id] = [node.clip_index]
+                    if nodes:
+                        self.text_index.add([n.seq for n in nodes], vectors[rows])
+            except BaseException:
+                self._load()  # the caches may hold part of the failed batch: rebuild them from the store
+                raise
+            return len(nodes)

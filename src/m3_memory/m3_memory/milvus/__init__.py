@@ -1,0 +1,2 @@
+"""The Milvus back-end: its client and writer, the spool of writes that could not reach the server, the
+fleet reader, the milvus-lite server as a child process and the to-/from-milvus tools."""

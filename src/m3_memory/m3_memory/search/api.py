@@ -1,0 +1,393 @@
+"""Search API: the logic behind search_node, search_clip, get_entity and get_stats.
+
+Every bad input raises MemoryApiError with the service's error code, so the node only copies
+code and message into the response.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import replace
+
+import numpy as np
+
+from m3_memory import errors
+from m3_memory.errors import MemoryApiError
+from m3_memory.graph.memory_graph import MemoryGraph
+from m3_memory.graph.records import (
+    ALL_KINDS,
+    ENTITY_KINDS,
+    KIND_FACE,
+    KIND_PERSON,
+    KIND_SEMANTIC,
+    KIND_VOICE,
+    TEXT_KINDS,
+    ClipRecord,
+    TextNode,
+)
+from m3_memory.graph.tags import TAG_RE
+from m3_memory.search.as_of import AsOfError, check_as_of
+from m3_memory.search.embedder import TextEmbedder
+from m3_memory.search.entity_view import entity_names, entity_view, graph_stats
+from m3_memory.search.fleet import FleetSearch
+from m3_memory.search.search_types import ClipQuery, EntityView, SearchConfig, SearchHit, Stats
+
+__all__ = ["EntityView", "MemorySearch", "SearchConfig", "SearchHit", "Stats", "check_embedding"]
+
+MAX_TOP_K = 100
+MAX_VARIANTS = 16  # alias expansion of a query is capped (cartesian product of its tags)
+
+
+def check_embedding(vector, code: int, what: str, dim: int | None) -> np.ndarray:
+    """A usable unit query vector, or MemoryApiError(code)."""
+    array = np.asarray(vector, dtype=np.float64).reshape(-1)
+    if array.size == 0:
+        raise MemoryApiError(code, f"{what} embedding is empty")
+    if not np.all(np.isfinite(array)):
+        raise MemoryApiError(code, f"{what} embedding contains NaN or infinity")
+    if dim is not None and array.size != dim:
+        raise MemoryApiError(code, f"{what} embedding has {array.size} values; the stored {what}s have {dim}")
+    norm = float(np.linalg.norm(array))
+    if norm < 1e-9:
+        raise MemoryApiError(code, f"{what} embedding is all zeros")
+    return (array / norm).astype(np.float32)
+
+
+class MemorySearch:
+    """Read side of the memory; safe to call from many threads while clips are being written."""
+
+    def __init__(self, graph: MemoryGraph, embedder: TextEmbedder, config: SearchConfig | None = None) -> None:
+        self.graph = graph
+        self.embedder = embedder
+        self.config = config or SearchConfig()
+        self._conversations: OrderedDict[str, dict[str, str]] = OrderedDict()
+        self._conv_lock = threading.Lock()
+        self.fleet = FleetSearch(graph, self.config.robot_id, self.render_tags)
+
+    # -- validation -------------------------------------------------------------------------------
+    def _check_query(self, query: str, required: bool) -> str:
+        if not isinstance(query, str):
+            raise MemoryApiError(errors.INVALID_ARGUMENT, "query must be a string")
+        if len(query) > self.config.max_query_chars:
+            raise MemoryApiError(
+                errors.QUERY_TOO_LONG, f"query has {len(query)} characters; the limit is {self.config.max_query_chars}"
+            )
+        if required and not query.strip():
+            raise MemoryApiError(errors.EMPTY_QUERY, "query is empty")
+        return query.strip()
+
+    @staticmethod
+    def _check_top_k(top_k: int) -> int:
+        if not 1 <= int(top_k) <= MAX_TOP_K:
+            raise MemoryApiError(errors.INVALID_ARGUMENT, f"top_k must be in 1..{MAX_TOP_K}, got {top_k}")
+        return int(top_k)
+
+    @staticmethod
+    def _check_as_of(before_clip: int, before_stamp_ns: int) -> None:
+        try:
+            check_as_of(before_clip, before_stamp_ns)
+        except AsOfError as error:
+            raise MemoryApiError(errors.INVALID_ARGUMENT, str(error)) from None
+
+    # -- query expansion --------------------------------------------------------------------------
+    def query_variants(self, query: str) -> list[str]:
+        """The query with each entity tag replaced by each id of its person (reference semantics:
+        <person_2> becomes <face_1> / <voice_3> / ...), capped at MAX_VARIANTS."""
+        tags = list(dict.fromkeys(m.group(1) for m in TAG_RE.finditer(query)))
+        if not tags:
+            return [query]
+        options = []
+        for tag in tags:
+            person = self.graph.person_of(tag)
+            ids = [tag]
+            if person is not None:
+                ids += [m for m in self.graph.members_of(person) if m != tag]
+                ids += [a for a in [person, *self.graph.aliases_of(person)] if a not in ids]
+            options.append(ids)
+        variants = []
+        for combo in itertools.product(*options):
+            text = query
+            for tag, replacement in zip(tags, combo, strict=True):
+                text = text.replace(f"<{tag}>", f"<{replacement}>")
+            variants.append(text)
+            if len(variants) == MAX_VARIANTS:
+                break
+        return variants
+
+    def _text_hits(
+        self, vectors: np.ndarray, k: int, kinds: set[str], before_clip: int, before_stamp_ns: int
+    ) -> list[tuple[str, float]]:
+        """Best text nodes (node_id, cosine) over all query variants, filtered."""
+        graph = self.graph
+
+        def keep(label: int) -> bool:
+            node = graph.text.get(graph.text_by_seq.get(label, ""))
+            if node is None or node.kind not in kinds:
+                return False
+            if node.kind == KIND_SEMANTIC and node.weight <= 0:
+                return False  # weakened to nothing: no longer believed
+            if before_clip >= 0 and node.clip_index > before_clip:
+                return False
+            return not (before_stamp_ns > 0 and node.start_ns > before_stamp_ns)
+
+        best: dict[str, float] = {}
+        for vector in vectors:
+            for label, score in graph.text_index.search(vector, k, keep):
+                node_id = graph.text_by_seq[label]
+                best[node_id] = max(best.get(node_id, -2.0), score)
+        return sorted(best.items(), key=lambda item: (-item[1], graph.text[item[0]].seq))[:k]
+
+    # -- search_node ------------------------------------------------------------------------------
+    def search_node(
+        self,
+        query: str = "",
+        kinds: list[str] | None = None,
+        top_k: int | None = None,
+        before_clip: int = -1,
+        before_stamp_ns: int = 0,
+        face_embedding=None,
+        voice_embedding=None,
+        robot_id: str = "",
+    ) -> list[SearchHit]:
+        """Text query → memories (and entities named in it); face/voice embedding → nearest entities.
+        robot_id: whose text memories (m3_memory.search.fleet); entities are the fleet's people."""
+        has_face = face_embedding is not None and len(face_embedding) > 0
+        has_voice = voice_embedding is not None and len(voice_embedding) > 0
+        query = self._check_query(query, required=not (has_face or has_voice))
+        top_k = self._check_top_k(self.config.default_top_k if top_k is None else top_k)
+        kinds = list(kinds or [])
+        unknown = [k for k in kinds if k not in ALL_KINDS]
+        if unknown:
+            raise MemoryApiError(errors.INVALID_ARGUMENT, f"unknown kind(s) {unknown}; use {list(ALL_KINDS)}")
+        self._check_as_of(before_clip, before_stamp_ns)
+        scope = self.fleet.scope(robot_id)
+        wanted = set(kinds or ALL_KINDS)
+        hits: list[SearchHit] = []
+        if has_face:
+            hits += self._entity_neighbours(
+                face_embedding, KIND_FACE, errors.INVALID_IMAGE, top_k, before_clip, before_stamp_ns
+            )
+        if has_voice:
+            hits += self._entity_neighbours(
+                voice_embedding, KIND_VOICE, errors.INVALID_AUDIO, top_k, before_clip, before_stamp_ns
+            )
+        if query:
+            text_kinds = wanted & set(TEXT_KINDS)
+            if text_kinds:
+                vectors = self.embedder.embed(self.query_variants(query))
+                with self.graph.lock:
+                    if scope.local:
+                        local = self._text_hits(vectors, top_k, text_kinds, before_clip, before_stamp_ns)
+                        hits += [self._hit(self.graph.text[node_id], score) for node_id, score in local]
+                hits += self.fleet.node_hits(scope, vectors, top_k, text_kinds, before_clip, before_stamp_ns)
+            if wanted & set(ENTITY_KINDS):
+                hits += self._entities_named(query, wanted, before_clip, before_stamp_ns)
+        if kinds:
+            hits = [h for h in hits if h.kind in wanted]
+        hits.sort(key=lambda h: -h.score)
+        return hits[:top_k]
+
+    def _hit(self, node: TextNode, score: float) -> SearchHit:
+        return SearchHit(
+            node.node_id, node.kind, node.text, node.clip_index, node.start_ns, node.end_ns,
+            list(node.entity_ids), node.weight, score, self.fleet.own,
+        )  # fmt: skip
+
+    def _entity_visible(self, entity_id: str, before_clip: int, before_stamp_ns: int) -> bool:
+        record = self.graph.entities.get(entity_id)
+        if record is None:
+            return False
+        if before_clip >= 0 and record.first_clip > before_clip:
+            return False
+        return not (before_stamp_ns > 0 and record.first_ns > before_stamp_ns)
+
+    def _entity_neighbours(
+        self, vector, kind: str, code: int, k: int, before_clip: int, before_stamp_ns: int
+    ) -> list[SearchHit]:
+        graph = self.graph
+        with graph.lock:
+            indexes = {key: index for key, index in graph.entity_index.items() if key.startswith(kind + ":")}
+            dims = sorted(index.dim for index in indexes.values())
+            size = np.asarray(vector).reshape(-1).size
+            dim = size if size in dims else (dims[0] if dims else None)
+            unit = check_embedding(vector, code, kind, dim)
+            if dim is None:
+                return []
+            index = indexes[f"{kind}:{dim}"]
+            found = index.search(
+                unit, k, keep=lambda label: self._entity_visible(f"{kind}_{label}", before_clip, before_stamp_ns)
+            )
+            return [self._entity_hit(f"{kind}_{label}", score) for label, score in found]
+
+    def _entities_named(self, query: str, wanted: set[str], before_clip: int, before_stamp_ns: int) -> list[SearchHit]:
+        """Entities whose id or learnt name the text query mentions (score 1)."""
+        words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]*|(?:face|voice|person)_\d+", query)}
+        graph = self.graph
+        with graph.lock:
+            # ids mentioned (and what they were merged into), then persons called by a learnt name
+            found = {e for w in words if "_" in w for e in (w, graph.resolve(w)) if e in graph.entities}
+            names = {w for w in words if "_" not in w}
+            if names:
+                found |= {
+                    r.entity_id
+                    for r in graph.entities.values()
+                    if r.kind == KIND_PERSON and r.name and r.name.lower() in names
+                }
+            records = sorted((graph.entities[e] for e in found), key=lambda r: (r.kind, r.seq))
+            return [
+                self._entity_hit(r.entity_id, 1.0)
+                for r in records
+                if r.kind in wanted and self._entity_visible(r.entity_id, before_clip, before_stamp_ns)
+            ]
+
+    def _entity_hit(self, entity_id: str, score: float) -> SearchHit:
+        graph = self.graph
+        record = graph.entities[entity_id]
+        if record.kind == KIND_PERSON:
+            members = graph.members_of(entity_id)
+            text = f"<{entity_id}>" + (f" is called {record.name}" if record.name else "")
+            text += f"; faces and voices: {', '.join(members) or 'none'}"
+        else:
+            members = [graph.resolve(record.person_id)]
+            name = graph.display_name(entity_id)
+            text = f"<{entity_id}> of <{members[0]}>" + (f" ({name})" if name else "")
+        return SearchHit(
+            entity_id, record.kind, text, record.first_clip, record.first_ns, record.last_ns, members, 1.0, score
+        )
+
+    # -- search_clip ------------------------------------------------------------------------------
+    def search_clip(
+        self,
+        query: str,
+        top_k: int | None = None,
+        threshold: float | None = None,
+        before_clip: int = -1,
+        conversation_id: str = "",
+        before_stamp_ns: int = 0,
+        robot_id: str = "",
+    ) -> list[ClipRecord]:
+        """Reference search_clip: a clip scores its best memory's cosine to the (alias-expanded) query;
+        clips at or above threshold, index <= before_clip, best first, each with all its memories
+        (only those started by before_stamp_ns when that limit is set). robot_id: whose clips
+        (m3_memory.search.fleet: "" = every robot sharing this memory)."""
+        query = self._check_query(query, required=True)
+        top_k = self._check_top_k(self.config.clip_top_k if top_k is None else top_k)
+        threshold = self.config.clip_threshold if threshold is None else float(threshold)
+        if not (math.isfinite(threshold) and -1.0 <= threshold <= 1.0):
+            raise MemoryApiError(errors.INVALID_ARGUMENT, f"threshold must be in [-1, 1], got {threshold}")
+        self._check_as_of(before_clip, before_stamp_ns)
+        scope = self.fleet.scope(robot_id)
+        vectors = self.embedder.embed(self.query_variants(query))
+        request = ClipQuery(
+            vectors, top_k, threshold, before_clip, before_stamp_ns, self._conversation(conversation_id)
+        )
+        records = self._local_clips(request) if scope.local else []
+        if scope.remote:
+            records += self.fleet.clip_records(scope, request)
+            records = sorted(records, key=lambda r: (-r.score, r.robot_id != self.fleet.own, r.robot_id))[:top_k]
+        return records
+
+    def _local_clips(self, request: ClipQuery) -> list[ClipRecord]:
+        """search_clip over this robot's graph in RAM."""
+        vectors, top_k, threshold, labels = request.vectors, request.top_k, request.threshold, request.labels
+        before_clip, before_stamp_ns = request.before_clip, request.before_stamp_ns
+        graph = self.graph
+        with graph.lock:
+            total = len(graph.text)
+            fetch = min(total, max(50, top_k * 20))
+            scores: dict[int, float] = {}
+            while fetch > 0:
+                hits = self._text_hits(vectors, fetch, set(TEXT_KINDS), before_clip, before_stamp_ns)
+                scores = {}
+                for node_id, score in hits:
+                    for clip_index in graph.node_clips.get(node_id, []):
+                        started = before_stamp_ns <= 0 or graph.clips[clip_index]["start_ns"] <= before_stamp_ns
+                        if started and (before_clip < 0 or clip_index <= before_clip):
+                            scores[clip_index] = max(scores.get(clip_index, -2.0), score)
+                above = [c for c, s in scores.items() if s >= threshold]
+                exhausted = len(hits) < fetch or fetch >= total
+                if len(above) >= top_k or exhausted or (hits and hits[-1][1] < threshold):
+                    break
+                fetch = min(total, fetch * 4)
+            ranked = sorted(((s, c) for c, s in scores.items() if s >= threshold), key=lambda sc: (-sc[0], sc[1]))
+            records = [self.clip_record(c, score=s, vectors=vectors, labels=labels) for s, c in ranked[:top_k]]
+        if before_stamp_ns > 0:
+            records = [record.started_by(before_stamp_ns) for record in records]
+        return records
+
+    def clip_record(
+        self,
+        clip_index: int,
+        score: float = 0.0,
+        vectors: np.ndarray | None = None,
+        labels: dict[str, str] | None = None,
+    ) -> ClipRecord:
+        """A stored clip with copies of all its memories: scored against vectors when given, and with
+        entity tags rendered as names (self.render_tags) when labels is given."""
+        graph = self.graph
+        with graph.lock:
+            clip = graph.clips[clip_index]
+
+            def copied(node_id: str) -> TextNode:
+                node = graph.text[node_id]
+                text = node.text if labels is None else self.render_tags(node.text, labels)
+                return replace(node, text=text, entity_ids=list(node.entity_ids))
+
+            record = ClipRecord(
+                clip_index,
+                clip["start_ns"],
+                clip["end_ns"],
+                clip["stored_ns"],
+                [copied(n) for n in clip["episodic"]],
+                [copied(n) for n in clip["semantic"]],
+                list(clip["entity_ids"]),
+                score,
+                robot_id=self.fleet.own,
+            )
+            if vectors is not None:
+                nodes = [n for n in record.episodic + record.semantic if n.seq in graph.text_index]
+                stored = graph.text_index.vectors([n.seq for n in nodes])  # one lookup for the whole clip
+                best = (stored @ vectors.T).max(axis=1) if len(nodes) else []
+                record.node_scores = {n.node_id: float(s) for n, s in zip(nodes, best, strict=True)}
+            return record
+
+    def _conversation(self, conversation_id: str) -> dict[str, str]:
+        if not conversation_id:
+            return {}
+        with self._conv_lock:
+            labels = self._conversations.pop(conversation_id, {})
+            self._conversations[conversation_id] = labels
+            while len(self._conversations) > self.config.max_conversations:
+                self._conversations.popitem(last=False)
+            return labels
+
+    def render_tags(self, text: str, labels: dict[str, str]) -> str:
+        """Entity tags rewritten as person names (or <person_k> when unnamed). Within one
+        conversation (labels) a tag keeps the rendering it was first given, even if a name is learnt later."""
+        if "<" not in text:
+            return text
+
+        def label(match: re.Match) -> str:
+            tag = match.group(1)
+            if tag not in labels:
+                person = self.graph.person_of(tag)
+                name = self.graph.entities[person].name if person else ""
+                labels[tag] = name or f"<{person or tag}>"
+            return labels[tag]
+
+        with self.graph.lock, self._conv_lock:  # graph first, as clip_record holds it: one lock order
+            return TAG_RE.sub(label, text)
+
+    # -- get_entity / get_stats -------------------------------------------------------------------
+    def get_entity(self, entity_id: str) -> EntityView:
+        return entity_view(self.graph, entity_id)
+
+    def get_names(self, entity_ids: list[str], people: bool = False) -> dict[str, str]:
+        return entity_names(self.graph, entity_ids, people)
+
+    def get_stats(self) -> Stats:
+        return graph_stats(self.graph)
