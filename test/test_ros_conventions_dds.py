@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from ros_conventions_env import build_fixture_interfaces, fixture_env
 
-from m3_perception.metrics import wer
+from m3_perception.material.metrics import wer
 
 HERE = Path(__file__).resolve().parent
 FACE, VOICE = 2, 4  # hri_msgs/IdsMatch FACE, VOICE

@@ -36,9 +36,9 @@ def pipeline_events(voices: Any, vad_model: str, samples: Any) -> tuple[list[tup
     applied (voice_revision.final_voices), and its number of voices (merged ones not counted). Events
     with voice_id "" (a short turn near no known voice, or overlapped speech given to no voice) are left
     out: they count as missed speech."""
-    from m3_perception.vad import SileroVad
-    from m3_perception.voice_pipeline import VoicePipeline
-    from m3_perception.voice_revision import final_voices
+    from m3_perception.speech.vad import SileroVad
+    from m3_perception.voices.pipeline import VoicePipeline
+    from m3_perception.voices.revision import final_voices
 
     pipe = VoicePipeline(
         SileroVad(vad_model), voices.encoder, None, voices.p, activity_model=getattr(voices, "activity_model", None)
@@ -56,7 +56,7 @@ def pipeline_events(voices: Any, vad_model: str, samples: Any) -> tuple[list[tup
 def score(reference: Sequence[tuple[float, float, str]], hypothesis: Sequence[tuple[float, float, str]]) -> dict:
     """The standard DER's parts, the collar-free DER (the figure `der_real` was before), voice ids per
     true speaker."""
-    from m3_perception.metrics import der, voice_ids_per_speaker
+    from m3_perception.material.metrics import der, voice_ids_per_speaker
 
     d, every_frame = der(reference, hypothesis), der(reference, hypothesis, collar=0.0)
     return {
@@ -75,8 +75,8 @@ def conversation_figures(voices: Any, vad_model: str, seeds: Sequence[int], vari
     """Per variant, over the seeds: `der` pooled as md-eval pools files (all errors / all scored speech),
     `der_no_collar` likewise, `voice_ids_per_speaker` and `voices` (ids founded) the mean per
     conversation, and each seed's figures."""
-    from m3_perception.real_speech import assemble_conversation, conversation_sources, dialogue_sources
-    from m3_perception.vad import SileroVad
+    from m3_perception.material.real_speech import assemble_conversation, conversation_sources, dialogue_sources
+    from m3_perception.speech.vad import SileroVad
 
     unknown = sorted(set(variants) - set(VARIANTS))
     if unknown:

@@ -49,9 +49,9 @@ def reference_segments(truth: dict) -> list[Segment]:
 
 
 def diarization_error(truth: dict, voice_segments: Sequence[Segment], collar: float = COLLAR_S) -> tuple[float, float]:
-    """(DER, scored speech seconds): m3_perception.metrics.der, ±collar around reference boundaries
+    """(DER, scored speech seconds): m3_perception.material.metrics.der, ±collar around reference boundaries
     unscored, overlapped speech scored."""
-    from m3_perception.metrics import der
+    from m3_perception.material.metrics import der
 
     result = der(reference_segments(truth), list(voice_segments), collar=collar)
     return result.der, result.speech_s

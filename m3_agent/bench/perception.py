@@ -50,7 +50,7 @@ SCALE = {"astronaut": 1.1, "hopper": 0.8, "cameraman": 1.3}
 
 def build_episode(duration: float, fps: float, seed: int) -> tuple[list, np.ndarray, list]:
     """Frames (stamp, rgb, [(person, rect)]), 16 kHz audio, utterances (person, line, start)."""
-    from m3_perception.synthetic import compose, face_photos, speak
+    from m3_perception.material.synthetic import compose, face_photos, speak
 
     rng = np.random.default_rng(seed)
     photos = face_photos()
@@ -139,8 +139,8 @@ def run_engine(faces, voices, frames: list, audio: np.ndarray) -> tuple[float, l
 
 def real_asr_wer(asr) -> float | None:
     """Word-weighted WER of `asr` over the LibriVox clips (None when no ASR is configured)."""
-    from m3_perception.metrics import normalize_text, wer
-    from m3_perception.real_speech import librivox_clips
+    from m3_perception.material.metrics import normalize_text, wer
+    from m3_perception.material.real_speech import librivox_clips
 
     if asr is None:
         return None
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     import yaml
 
     from m3_perception.assembly import build_pipelines
-    from m3_perception.metrics import normalize_text, pairwise_f1, wer
+    from m3_perception.material.metrics import normalize_text, pairwise_f1, wer
     from m3_perception.perception_node import PARAMETERS
 
     params = {name: default for name, (default, _) in PARAMETERS.items()}

@@ -49,7 +49,7 @@ def faces():
     from PIL import Image
     from skimage import data
 
-    from m3_perception.face_encoder import FaceEncoder
+    from m3_perception.faces.face_encoder import FaceEncoder
 
     encoder = FaceEncoder()
     astronaut = data.astronaut()

@@ -17,7 +17,7 @@ S = 1_000_000_000
 
 @pytest.fixture(scope="module")
 def speech():
-    from m3_perception.synthetic import speak
+    from m3_perception.material.synthetic import speak
 
     encoder = QueryEncoders()._voice_encoder()  # built as the memory node builds it
     said = {
@@ -59,7 +59,7 @@ def test_a_query_against_voices_of_another_model_is_refused(memory, speech):
     INVALID_AUDIO naming both sizes, never a crash nor a meaningless match."""
     from m3_runtime.audio_codec import encode_s16le
 
-    from m3_perception.voice_encoder import VoiceEncoder
+    from m3_perception.voices.resemblyzer_encoder import VoiceEncoder
 
     encoder, said, _ = speech
     old = VoiceEncoder().encode(said["slt"])

@@ -10,17 +10,17 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from m3_perception.asr import Transcriber
-from m3_perception.face_encoder import FaceEncoder
-from m3_perception.face_pipeline import FaceParams, FacePipeline
 from m3_perception.face_voice_matcher import FaceVoiceMatcher, MatcherParams
+from m3_perception.faces.face_encoder import FaceEncoder
+from m3_perception.faces.pipeline import FaceParams, FacePipeline
 from m3_perception.identity_clusters import cosine_to_l2
-from m3_perception.speaker_activity import ActivityParams
-from m3_perception.speaker_turns import TurnParams
-from m3_perception.utterances import SegmenterParams
-from m3_perception.voice_faces import FaceSplitParams
-from m3_perception.voice_pipeline import VoiceParams, VoicePipeline
-from m3_perception.voice_revision import RevisionParams
+from m3_perception.speech.pocketsphinx_asr import Transcriber
+from m3_perception.speech.utterances import SegmenterParams
+from m3_perception.voices.face_split import FaceSplitParams
+from m3_perception.voices.pipeline import VoiceParams, VoicePipeline
+from m3_perception.voices.revision import RevisionParams
+from m3_perception.voices.speaker_activity import ActivityParams
+from m3_perception.voices.speaker_turns import TurnParams
 
 ASR_BACKENDS = ("faster_whisper", "pocketsphinx", "openai", "whisper", "none")
 FACE_BACKENDS = ("dlib", "insightface")
@@ -88,7 +88,7 @@ def build_face_encoder(p: Mapping[str, Any], log: Log = _default_log) -> Any:
     """The configured face encoder (detect / embed / encode, as FaceEncoder)."""
     backend = _choice(p, "face_backend", FACE_BACKENDS)
     if backend == "insightface":
-        from m3_perception.insightface_encoder import InsightFaceEncoder
+        from m3_perception.faces.insightface_encoder import InsightFaceEncoder
 
         enc = InsightFaceEncoder(
             p["insightface_model_dir"], min_score=p["face_min_score"], min_face_px=p["face_min_size_px"]
@@ -119,18 +119,18 @@ def speaker_encoder(backend: str, model: str = "", log: Log = _default_log) -> A
     if backend not in SPEAKER_BACKENDS:
         raise ValueError(f"speaker_backend must be one of {SPEAKER_BACKENDS}, got {backend!r}")
     if backend == "campplus":
-        from m3_perception.campplus_encoder import CamPlusEncoder
+        from m3_perception.voices.campplus_encoder import CamPlusEncoder
 
         enc: Any = CamPlusEncoder(model)
         log.info(f"voices: CAM++ {enc.dim}-d from {enc.path} on torch CPU")
     elif backend == "eres2netv2":
-        from m3_perception.eres2net_encoder import Eres2NetEncoder
+        from m3_perception.voices.eres2net_encoder import Eres2NetEncoder
 
         enc = Eres2NetEncoder(model)
         runtime = "onnxruntime" if enc.format == "onnx" else "TorchScript"
         log.info(f"voices: ERes2NetV2 {enc.dim}-d from {enc.path} on {runtime} {enc.device.upper()}")
     else:
-        from m3_perception.voice_encoder import VoiceEncoder
+        from m3_perception.voices.resemblyzer_encoder import VoiceEncoder
 
         enc = VoiceEncoder(model)
     return enc
@@ -166,20 +166,20 @@ def build_asr(p: Mapping[str, Any], log: Log = _default_log) -> Transcriber | No
         return _build_faster_whisper(p, log)
     if backend == "pocketsphinx":
         if p["asr_subprocess"]:
-            from m3_perception.asr_process import SubprocessAsr
+            from m3_perception.speech.asr_process import SubprocessAsr
 
             return SubprocessAsr("pocketsphinx", model_dir=p["asr_model_dir"])
-        from m3_perception.asr import PocketsphinxAsr
+        from m3_perception.speech.pocketsphinx_asr import PocketsphinxAsr
 
         return PocketsphinxAsr(p["asr_model_dir"])
     if backend == "openai":
-        from m3_perception.openai_asr import OpenAiAsr
+        from m3_perception.speech.openai_asr import OpenAiAsr
 
         return OpenAiAsr(
             p["asr_endpoint"], model=p["asr_model"], api_key_env=p["asr_api_key_env"], timeout_s=p["asr_timeout_s"]
         )
     if backend == "whisper":
-        from m3_perception.whisper_asr import WhisperAsr
+        from m3_perception.speech.whisper_asr import WhisperAsr
 
         asr = WhisperAsr(p["asr_model_dir"], language=p["asr_language"], threads=p["asr_torch_threads"])
         lang = f"language {asr.language}" if asr.language else "language detected per utterance"
@@ -201,12 +201,12 @@ def _build_faster_whisper(p: Mapping[str, Any], log: Log) -> Transcriber:
         "word_timestamps": p["asr_word_timestamps"],
     }
     if p["asr_subprocess"]:
-        from m3_perception.asr_process import SubprocessAsr
+        from m3_perception.speech.asr_process import SubprocessAsr
 
         asr: Any = SubprocessAsr("faster_whisper", **options)
         where = "in a child process"
     else:
-        from m3_perception.faster_whisper_asr import FasterWhisperAsr
+        from m3_perception.speech.faster_whisper_asr import FasterWhisperAsr
 
         asr = FasterWhisperAsr(**options)
         where = "in this process"
@@ -219,7 +219,7 @@ def build_pipelines(
     p: Mapping[str, Any], log: Log | None = None
 ) -> tuple[FacePipeline, VoicePipeline, FaceVoiceMatcher]:
     """`log` is told about each full-quality back-end chosen (the node passes its ROS logger)."""
-    from m3_perception.vad import SileroVad
+    from m3_perception.speech.vad import SileroVad
 
     log = log or _default_log
     face_encoder = build_face_encoder(p, log)

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from m3_perception.face_pipeline import FaceObs, FacePipeline
 from m3_perception.face_voice_matcher import FaceVoiceMatcher, MatchCandidate
+from m3_perception.faces.pipeline import FaceObs, FacePipeline
 from m3_perception.identity_clusters import IdentityClusters, IdentityState
-from m3_perception.voice_pipeline import VoiceEvent, VoicePipeline
-from m3_perception.voice_revision import VoiceUpdate
+from m3_perception.voices.pipeline import VoiceEvent, VoicePipeline
+from m3_perception.voices.revision import VoiceUpdate
 
 
 @dataclass

@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 from m3_runtime.state_file import StateError
 
-from m3_perception.face_pipeline import FacePipeline
 from m3_perception.face_voice_matcher import FaceVoiceMatcher
+from m3_perception.faces.iou_tracker import IouTracker, Track
+from m3_perception.faces.pipeline import FacePipeline
 from m3_perception.identity_clusters import IdentityClusters, IdentityState
-from m3_perception.iou_tracker import IouTracker, Track
-from m3_perception.voice_faces import FaceSplit
-from m3_perception.voice_pipeline import VoicePipeline
-from m3_perception.voice_revision import Turn
+from m3_perception.voices.face_split import FaceSplit
+from m3_perception.voices.pipeline import VoicePipeline
+from m3_perception.voices.revision import Turn
 
 FORMAT = "m3-perception-identity-state"
 VERSION = 2

@@ -38,13 +38,13 @@ from m3_interfaces.msg import (
 from m3_perception.assembly import build_pipelines
 from m3_perception.camera_watch import CHECK_PERIOD_S, CameraWatch, other_transport
 from m3_perception.engine import EngineCallbacks, PerceptionEngine
-from m3_perception.face_pipeline import FaceObs
 from m3_perception.face_voice_matcher import MatchCandidate
+from m3_perception.faces.pipeline import FaceObs
 from m3_perception.identity_clusters import IdentityState
 from m3_perception.node_parameters import PARAMETERS
 from m3_perception.ros_conventions import PerceptionConventions
-from m3_perception.voice_pipeline import VoiceEvent
-from m3_perception.voice_revision import VoiceUpdate
+from m3_perception.voices.pipeline import VoiceEvent
+from m3_perception.voices.revision import VoiceUpdate
 
 NODE_NAME = "perception_node"
 WARN_THROTTLE_S = 5.0

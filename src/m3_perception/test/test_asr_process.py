@@ -6,10 +6,10 @@ import signal
 
 import pytest
 
-from m3_perception.asr import PocketsphinxAsr
-from m3_perception.asr_process import AsrProcessError, SubprocessAsr
+from m3_perception.material.synthetic import speak
 from m3_perception.model_files import ModelFileMissing
-from m3_perception.synthetic import speak
+from m3_perception.speech.asr_process import AsrProcessError, SubprocessAsr
+from m3_perception.speech.pocketsphinx_asr import PocketsphinxAsr
 
 
 @pytest.fixture(scope="module")

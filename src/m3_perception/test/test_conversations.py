@@ -13,16 +13,16 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from m3_perception.conversation_mix import BACKCHANNEL_S, place_backchannels, plan_overlaps
-from m3_perception.real_speech import (
+from m3_perception.material.conversation_mix import BACKCHANNEL_S, place_backchannels, plan_overlaps
+from m3_perception.material.real_speech import (
     RATE,
     Conversation,
     assemble_conversation,
     conversation_sources,
     dialogue_sources,
 )
-from m3_perception.telephone import mulaw_decode, mulaw_encode, telephone_channel
-from m3_perception.vad import SileroVad
+from m3_perception.material.telephone import mulaw_decode, mulaw_encode, telephone_channel
+from m3_perception.speech.vad import SileroVad
 
 BASE = {"short_share": 1.0, "back_to_back_share": 1.0}  # the bench's conversation
 

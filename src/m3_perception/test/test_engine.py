@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import numpy as np
 
 from m3_perception.engine import EngineCallbacks, PerceptionEngine
-from m3_perception.face_pipeline import FaceObs
 from m3_perception.face_voice_matcher import FaceVoiceMatcher
+from m3_perception.faces.pipeline import FaceObs
 from m3_perception.identity_clusters import IdentityClusters
 
 

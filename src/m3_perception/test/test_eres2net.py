@@ -18,9 +18,9 @@ import numpy as np
 import onnx_graphs as g
 import pytest
 
-from m3_perception.eres2net_encoder import Eres2NetEncoder, SpeakerModelError, model_format
-from m3_perception.fbank import EPSILON, kaldi_fbank, mean_normalised_fbank, mel_banks, povey_window
 from m3_perception.model_files import ModelFileMissing
+from m3_perception.voices.eres2net_encoder import Eres2NetEncoder, SpeakerModelError, model_format
+from m3_perception.voices.fbank import EPSILON, kaldi_fbank, mean_normalised_fbank, mel_banks, povey_window
 
 RATE = 16000
 W_SPK = np.random.default_rng(3).normal(size=(80, 192)).astype(np.float32)
@@ -114,7 +114,7 @@ def _torchscript_model(path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def speech() -> np.ndarray:
-    from m3_perception.synthetic import speak
+    from m3_perception.material.synthetic import speak
 
     return speak("my name is bob and i like green tea", "kal")
 

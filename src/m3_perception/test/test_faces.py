@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
-from m3_perception.face_encoder import FaceEncoder
-from m3_perception.face_pipeline import FaceParams, FacePipeline
+from m3_perception.faces.face_encoder import FaceEncoder
+from m3_perception.faces.iou_tracker import IouTracker, iou
+from m3_perception.faces.pipeline import FaceParams, FacePipeline
 from m3_perception.identity_clusters import IdentityClusters
-from m3_perception.iou_tracker import IouTracker, iou
+from m3_perception.material.synthetic import compose, face_photos
 from m3_perception.model_files import ModelFileMissing
-from m3_perception.synthetic import compose, face_photos
 
 
 @pytest.fixture(scope="module")

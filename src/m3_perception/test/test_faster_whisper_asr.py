@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from m3_perception import whisper_models
-from m3_perception.asr_process import SubprocessAsr
-from m3_perception.faster_whisper_asr import FasterWhisperAsr
-from m3_perception.metrics import normalize_text, wer
+from m3_perception.material.metrics import normalize_text, wer
+from m3_perception.material.real_speech import librivox_clips
 from m3_perception.model_files import ModelFileMissing
-from m3_perception.real_speech import librivox_clips
+from m3_perception.speech import whisper_models
+from m3_perception.speech.asr_process import SubprocessAsr
+from m3_perception.speech.faster_whisper_asr import FasterWhisperAsr
 
 DATA = Path("/usr/share/pocketsphinx/test/data")
 REF_RE = re.compile(r"<s>(.*)</s>\s*\((.*)\)")
@@ -158,10 +158,10 @@ def test_a_turn_is_heard_from_before_its_voiced_onset(base):
     """The VAD reaches its threshold a frame or more into a word; recognising only the voiced span lost
     the first word of 7 of 8 lines that open with a name said to someone (espeak-ng: no real recording
     here opens with a vocative). The turn is transcribed with the segmenter's padding around it."""
-    from m3_perception.campplus_encoder import CamPlusEncoder
-    from m3_perception.synthetic import speak
-    from m3_perception.vad import SileroVad
-    from m3_perception.voice_pipeline import VoiceParams, VoicePipeline
+    from m3_perception.material.synthetic import speak
+    from m3_perception.speech.vad import SileroVad
+    from m3_perception.voices.campplus_encoder import CamPlusEncoder
+    from m3_perception.voices.pipeline import VoiceParams, VoicePipeline
 
     pipe = VoicePipeline(SileroVad(), CamPlusEncoder(), base, VoiceParams())
     heard = []

@@ -16,13 +16,13 @@ from m3_runtime.state_file import StateError, read_state, write_state
 
 from m3_perception import identity_state
 from m3_perception.assembly import DEFAULT_SPEAKER_BACKEND, speaker_encoder
-from m3_perception.face_encoder import FaceEncoder
-from m3_perception.face_pipeline import FacePipeline
 from m3_perception.face_voice_matcher import FaceVoiceMatcher
-from m3_perception.synthetic import compose, face_photos, speak
-from m3_perception.utterances import RATE
-from m3_perception.vad import SileroVad
-from m3_perception.voice_pipeline import VoicePipeline
+from m3_perception.faces.face_encoder import FaceEncoder
+from m3_perception.faces.pipeline import FacePipeline
+from m3_perception.material.synthetic import compose, face_photos, speak
+from m3_perception.speech.utterances import RATE
+from m3_perception.speech.vad import SileroVad
+from m3_perception.voices.pipeline import VoicePipeline
 
 pytestmark = pytest.mark.reliability
 

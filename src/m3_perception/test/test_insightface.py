@@ -21,9 +21,8 @@ import numpy as np
 import onnx_graphs as g
 import pytest
 
-from m3_perception.face_encoder import FaceDetection
-from m3_perception.face_pipeline import FaceParams, FacePipeline
-from m3_perception.insightface_encoder import (
+from m3_perception.faces.face_encoder import FaceDetection
+from m3_perception.faces.insightface_encoder import (
     ARCFACE_TEMPLATE,
     DETECTOR_FILE,
     RECOGNIZER_FILE,
@@ -34,6 +33,7 @@ from m3_perception.insightface_encoder import (
     letterbox,
     norm_crop,
 )
+from m3_perception.faces.pipeline import FaceParams, FacePipeline
 from m3_perception.model_files import ModelFileMissing
 
 SCORE_NAMES, BOX_NAMES, KPS_NAMES = ("448", "471", "494"), ("451", "474", "497"), ("454", "477", "500")

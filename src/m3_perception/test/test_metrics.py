@@ -2,7 +2,7 @@
 
 import pytest
 
-from m3_perception.metrics import der, normalize_text, pairwise_f1, voice_ids_per_speaker, wer
+from m3_perception.material.metrics import der, normalize_text, pairwise_f1, voice_ids_per_speaker, wer
 
 
 def test_wer() -> None:

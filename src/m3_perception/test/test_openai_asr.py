@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from transcription_server import TranscriptionServer
 
-from m3_perception.metrics import wer
-from m3_perception.openai_asr import AsrBackendError, OpenAiAsr
-from m3_perception.synthetic import speak
+from m3_perception.material.metrics import wer
+from m3_perception.material.synthetic import speak
+from m3_perception.speech.openai_asr import AsrBackendError, OpenAiAsr
 
 LINE = "the red folder is on the kitchen table"
 
@@ -48,9 +48,9 @@ def test_unreachable_endpoint_fails_at_start() -> None:
 
 
 def test_failed_transcription_keeps_the_utterance(speech) -> None:
-    from m3_perception.vad import SileroVad
-    from m3_perception.voice_encoder import VoiceEncoder
-    from m3_perception.voice_pipeline import VoicePipeline
+    from m3_perception.speech.vad import SileroVad
+    from m3_perception.voices.pipeline import VoicePipeline
+    from m3_perception.voices.resemblyzer_encoder import VoiceEncoder
 
     with TranscriptionServer(fail_with=500) as srv:
         pipe = VoicePipeline(SileroVad(), VoiceEncoder(), OpenAiAsr(srv.url, api_key_env=""))

@@ -21,9 +21,9 @@ from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import Header
 
 from m3_interfaces.msg import AudioChunk, EntityMatch, FaceTracks, IdentityList, VoiceSegment
-from m3_perception.metrics import wer
+from m3_perception.material.metrics import wer
+from m3_perception.material.synthetic import compose, face_photos, jpeg_claiming, png_claiming, speak
 from m3_perception.perception_node import PerceptionNode, to_sec, to_time
-from m3_perception.synthetic import compose, face_photos, jpeg_claiming, png_claiming, speak
 
 T0 = 1000.0  # stream time of the episode start [s]
 SCENE_S = 4.0

@@ -14,15 +14,21 @@ import numpy as np
 import pytest
 import torch
 
-from m3_perception.campplus_encoder import CamPlusEncoder
-from m3_perception.faster_whisper_asr import FasterWhisperAsr
-from m3_perception.metrics import normalize_text, wer
+from m3_perception.material.metrics import normalize_text, wer
+from m3_perception.material.real_speech import (
+    compact,
+    conversation_sources,
+    librivox_clips,
+    moonshine_asset,
+    speech_units,
+)
 from m3_perception.model_files import ModelFileMissing
-from m3_perception.real_speech import compact, conversation_sources, librivox_clips, moonshine_asset, speech_units
-from m3_perception.segmentation import Segmentation, powerset_mapping
-from m3_perception.speaker_activity import WINDOW, aggregate, num_frames, pieces_from, speaker_activity
-from m3_perception.vad import SileroVad
-from m3_perception.voice_pipeline import VoiceParams, VoicePipeline
+from m3_perception.speech.faster_whisper_asr import FasterWhisperAsr
+from m3_perception.speech.vad import SileroVad
+from m3_perception.voices.campplus_encoder import CamPlusEncoder
+from m3_perception.voices.pipeline import VoiceParams, VoicePipeline
+from m3_perception.voices.segmentation import Segmentation, powerset_mapping
+from m3_perception.voices.speaker_activity import WINDOW, aggregate, num_frames, pieces_from, speaker_activity
 
 RATE = 16000
 

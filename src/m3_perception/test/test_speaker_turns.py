@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from m3_perception.assembly import DEFAULT_SPEAKER_BACKEND, speaker_encoder
-from m3_perception.metrics import der
-from m3_perception.real_speech import (
+from m3_perception.material.metrics import der
+from m3_perception.material.real_speech import (
     assemble_conversation,
     cards_clips,
     conversation_sources,
@@ -22,9 +22,9 @@ from m3_perception.real_speech import (
     moonshine_asset,
     speech_units,
 )
-from m3_perception.speaker_turns import TurnParams, split_turns
-from m3_perception.vad import SileroVad
-from m3_perception.voice_pipeline import VoiceEvent, VoicePipeline
+from m3_perception.speech.vad import SileroVad
+from m3_perception.voices.pipeline import VoiceEvent, VoicePipeline
+from m3_perception.voices.speaker_turns import TurnParams, split_turns
 
 RATE = 16000
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from m3_perception.identity_clusters import IdentityClusters, cosine_to_l2
-from m3_perception.utterances import RATE
-from m3_perception.voice_faces import FaceSplitParams
-from m3_perception.voice_revision import RevisionParams, Turn, VoiceReviser, VoiceUpdate, final_voices
+from m3_perception.speech.utterances import RATE
+from m3_perception.voices.face_split import FaceSplitParams
+from m3_perception.voices.revision import RevisionParams, Turn, VoiceReviser, VoiceUpdate, final_voices
 
 BASIS = {k: np.eye(8, dtype=np.float32)[k] for k in range(1, 7)}  # speakers 1..6, orthogonal voices
 
@@ -236,10 +236,10 @@ def test_real_conversation_a_speaker_split_online_is_merged_back() -> None:
 
     from m3_agent.bench.conversations import BASE, VARIANTS, score
     from m3_perception.assembly import build_pipelines
+    from m3_perception.material.real_speech import assemble_conversation, conversation_sources
     from m3_perception.node_parameters import PARAMETERS
-    from m3_perception.real_speech import assemble_conversation, conversation_sources
-    from m3_perception.vad import SileroVad
-    from m3_perception.voice_pipeline import VoicePipeline
+    from m3_perception.speech.vad import SileroVad
+    from m3_perception.voices.pipeline import VoicePipeline
 
     params = {name: default for name, (default, _) in PARAMETERS.items()} | {"asr_backend": "none"}
     _, voices, _ = build_pipelines(params)

@@ -3,16 +3,16 @@
 import numpy as np
 import pytest
 
-from m3_perception.asr import PocketsphinxAsr
 from m3_perception.assembly import DEFAULT_SPEAKER_BACKEND, speaker_encoder
-from m3_perception.campplus_encoder import CamPlusEncoder
-from m3_perception.metrics import wer
+from m3_perception.material.metrics import wer
+from m3_perception.material.synthetic import speak
 from m3_perception.model_files import ModelFileMissing
-from m3_perception.synthetic import speak
-from m3_perception.utterances import RATE, SegmenterParams, UtteranceSegmenter
-from m3_perception.vad import FRAME, SileroVad
-from m3_perception.voice_encoder import VoiceEncoder
-from m3_perception.voice_pipeline import VoiceParams, VoicePipeline
+from m3_perception.speech.pocketsphinx_asr import PocketsphinxAsr
+from m3_perception.speech.utterances import RATE, SegmenterParams, UtteranceSegmenter
+from m3_perception.speech.vad import FRAME, SileroVad
+from m3_perception.voices.campplus_encoder import CamPlusEncoder
+from m3_perception.voices.pipeline import VoiceParams, VoicePipeline
+from m3_perception.voices.resemblyzer_encoder import VoiceEncoder
 
 LINES = [
     ("slt", "the red folder is on the kitchen table"),

@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from m3_perception.asr import Transcript
 from m3_perception.model_files import ModelFileMissing
-from m3_perception.whisper_asr import WhisperAsr, check_model_dir
+from m3_perception.speech.pocketsphinx_asr import Transcript
+from m3_perception.speech.whisper_asr import WhisperAsr, check_model_dir
 
 
 def _save_tiny_whisper(d: Path, multilingual: bool = True) -> Path:

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 
-from m3_perception.asr import PocketsphinxAsr
+from m3_perception.speech.pocketsphinx_asr import PocketsphinxAsr
 
 
 class TranscriptionServer:

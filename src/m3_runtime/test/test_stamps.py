@@ -3,7 +3,7 @@
 import pytest
 from m3_runtime.stamps import LATEST_NS, NS, REANCHOR_AFTER, StampGuard, StampRejected, header_ns
 
-from m3_perception.voice_pipeline import StreamClock
+from m3_perception.voices.pipeline import StreamClock
 
 HOUR = 3600.0
 

@@ -50,10 +50,10 @@ class QueryEncoders:
         with self._lock:
             if self._face is None:
                 try:
-                    from m3_perception.face_encoder import FaceEncoder
+                    from m3_perception.faces.face_encoder import FaceEncoder
                 except ImportError as error:
                     raise MemoryApiError(
-                        errors.INTERNAL_ERROR, f"image queries need m3_perception.face_encoder: {error}"
+                        errors.INTERNAL_ERROR, f"image queries need m3_perception.faces.face_encoder: {error}"
                     ) from error
                 self._face = FaceEncoder()
             return self._face

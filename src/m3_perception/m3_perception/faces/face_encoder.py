@@ -64,7 +64,7 @@ def crop_face(rgb: np.ndarray, det: FaceDetection, margin: float = 0.25) -> np.n
 
 def _merge(dets: list[FaceDetection], max_iou: float) -> list[FaceDetection]:
     """Greedy non-maximum suppression, highest score first."""
-    from m3_perception.iou_tracker import iou
+    from m3_perception.faces.iou_tracker import iou
 
     kept: list[FaceDetection] = []
     for d in sorted(dets, key=lambda d: -d.score):
@@ -132,7 +132,7 @@ class FaceEncoder:
         # Full-range boxes first, short-range ones only where full-range found nothing: the two
         # models place boxes differently, and a consistent box keeps dlib's alignment (and so the
         # embedding of one person) consistent from frame to frame.
-        from m3_perception.iou_tracker import iou
+        from m3_perception.faces.iou_tracker import iou
 
         full = _merge(self._run(self._full, rgb), self.nms_iou)
         extra = [d for d in self._run(self._short, rgb) if all(iou(d.box, f.box) <= self.nms_iou for f in full)]

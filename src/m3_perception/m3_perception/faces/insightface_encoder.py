@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from m3_perception.face_encoder import FaceDetection, face_quality
+from m3_perception.faces.face_encoder import FaceDetection, face_quality
 from m3_perception.model_files import ModelFileMissing, require_file
 
 EMBEDDING_MODEL = "insightface_w600k_r50"

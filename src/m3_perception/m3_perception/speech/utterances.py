@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from m3_perception.vad import FRAME
+from m3_perception.speech.vad import FRAME
 
 RATE = 16000
 

@@ -10,15 +10,15 @@ from itertools import pairwise
 
 import numpy as np
 
-from m3_perception.asr import Transcriber, Transcript
-from m3_perception.band import is_narrowband
 from m3_perception.identity_clusters import IdentityClusters, cosine_to_l2
-from m3_perception.speaker_activity import ActivityModel, ActivityParams, speaker_activity
-from m3_perception.speaker_turns import TurnParams, split_turns
-from m3_perception.utterances import RATE, SegmenterParams, Utterance, UtteranceSegmenter
-from m3_perception.vad import FRAME, SileroVad
-from m3_perception.voice_encoder import EMBEDDING_MODEL, MIN_SAMPLES, VoiceEncoder
-from m3_perception.voice_revision import RevisionParams, Turn, VoiceReviser, VoiceUpdate
+from m3_perception.speech.pocketsphinx_asr import Transcriber, Transcript
+from m3_perception.speech.utterances import RATE, SegmenterParams, Utterance, UtteranceSegmenter
+from m3_perception.speech.vad import FRAME, SileroVad
+from m3_perception.voices.band import is_narrowband
+from m3_perception.voices.resemblyzer_encoder import EMBEDDING_MODEL, MIN_SAMPLES, VoiceEncoder
+from m3_perception.voices.revision import RevisionParams, Turn, VoiceReviser, VoiceUpdate
+from m3_perception.voices.speaker_activity import ActivityModel, ActivityParams, speaker_activity
+from m3_perception.voices.speaker_turns import TurnParams, split_turns
 
 
 @dataclass
@@ -106,7 +106,7 @@ class VoicePipeline:
             raise ValueError(f"turn_mode {self.p.turn_mode!r}: expected one of {', '.join(TURN_MODES)}")
         self.activity_model = activity_model
         if activity_model is None and self.p.turns.enabled and self.p.turn_mode != "embedding":
-            from m3_perception.segmentation import Segmentation  # torch model, loaded only when used
+            from m3_perception.voices.segmentation import Segmentation  # torch model, loaded only when used
 
             self.activity_model = Segmentation()
         self.vad = vad

