@@ -21,10 +21,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import rclpy
-from m3_runtime.node_shutdown import stop_executor, stop_signals_deferred, stop_signals_held
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
+
+from m3_runtime.node_shutdown import stop_executor, stop_signals_deferred, stop_signals_held
 
 NODE_NAMES = ("perception_node", "memory_node", "control_node")
 MEMORY_TRANSPORTS = ("direct", "service")

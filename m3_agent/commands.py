@@ -9,11 +9,10 @@ import sys
 import threading
 from pathlib import Path
 
-from m3_runtime.managed_node import stop_on_sigterm
-from m3_runtime.node_shutdown import StopSignals, stop_name
-
 from m3_agent import bringup
 from m3_agent.llm.cli import service_for
+from m3_runtime.managed_node import stop_on_sigterm
+from m3_runtime.node_shutdown import StopSignals, stop_name
 
 
 def checked_parameters(args: argparse.Namespace) -> tuple[str, dict[str, dict[str, object]]]:
@@ -162,7 +161,8 @@ def cmd_play(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from m3_agent.replay import ReplayStopped, replay
+    from m3_agent.replay import replay
+    from m3_agent.replay_report import ReplayStopped
 
     params_file, overrides = checked_parameters(args)
     try:
@@ -215,7 +215,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from m3_agent.demo.pipeline import run_demo
-    from m3_agent.replay import ReplayStopped
+    from m3_agent.replay_report import ReplayStopped
 
     params_file, overrides = checked_parameters(args)
     try:

@@ -16,72 +16,25 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
-import yaml
-from m3_runtime.node_shutdown import stop_name
-from m3_runtime.state_file import StateError
 
 from m3_agent.recording.bag_reader import ReadStatus, bag_info, iter_deserialized
 from m3_agent.recording.typestore import AUDIO_CHUNK, COMPRESSED_IMAGE
+from m3_agent.replay_report import ReplayReport, ReplayStopped
 from m3_agent.replay_state import Snapshots, fingerprint
 from m3_agent.replay_state import capture as capture_snapshot
 from m3_agent.replay_state import restore as restore_snapshot
+from m3_runtime.node_shutdown import stop_name
+from m3_runtime.parameter_checks import node_parameters
+from m3_runtime.state_file import StateError
 
 RAW_IMAGE = "sensor_msgs/msg/Image"
 STATE_FILE = "replay.json"
 NS = 1_000_000_000
 log = logging.getLogger("m3_agent.replay")
-
-
-def node_parameters(params_file: str | Path, node: str, defaults: dict) -> dict:
-    """The node's ros__parameters from the YAML over its declared defaults; unknown names are errors."""
-    data = yaml.safe_load(Path(params_file).read_text()) or {}
-    given = ((data.get(node) or {}).get("ros__parameters")) or {}
-    unknown = set(given) - set(defaults)
-    if unknown:
-        raise ValueError(f"{params_file}: unknown {node} parameter(s) {sorted(unknown)}")
-    return {**defaults, **given}
-
-
-@dataclass
-class ReplayReport:
-    bag: str
-    memory_dir: str
-    resumed_from_clip: int
-    stream_s: float
-    wall_s: float
-    realtime_factor: float
-    frames_processed: int
-    faces_observed: int
-    utterances: int
-    matches: int
-    clips_stored: int
-    bad_messages: int  # messages skipped: CDR that does not deserialize, or content that does not decode
-    clips_degraded: int = 0  # stored by the rules memorizer after the model failed (see the memory's log)
-    memorize_s_per_clip: float = 0.0  # mean seconds a clip took to memorize and store (beside perception)
-    memory_ready_after_s: float = 0.0  # seconds from the end of perception until the last clip was stored
-    skipped_messages: dict[str, int] = field(default_factory=dict)  # topic -> messages skipped (bad_messages)
-    messages_read: int = 0  # messages of the replayed topics read from the recording
-    read_until_s: float = 0.0  # stream time of the last message read, from the recording's start
-    bag_truncated: bool = False  # the recording is damaged: only the part before the damage was replayed
-    bag_problem: str = ""  # what is wrong with the recording ("" = nothing)
-    resumed_at_s: float = 0.0  # stream time this run read from: a perception snapshot's, or 0 (the start)
-    snapshot_clip: int = -1  # the clip whose perception snapshot this run resumed from (-1: none, cold start)
-    stopped: str = ""  # "sigterm" or "sigint" when a signal stopped it at read_until_s ("" = it ran to the end)
-    voice_corrections_late: int = 0  # perception's voice corrections of utterances whose clip had closed
-
-
-class ReplayStopped(KeyboardInterrupt):
-    """Ctrl-C or SIGTERM stopped the replay; `report` (a ReplayReport dict) says where: clips stored so far,
-    read_until_s. Raised once the memory is consistent (a resume goes on from there) and closed."""
-
-    def __init__(self, report: dict) -> None:
-        super().__init__(report["stopped"])
-        self.report = report
-        self.signal_name = report["stopped"]  # as node_shutdown.StopRequested: stop_name() reads it
 
 
 def apply_voice_updates(voices, matcher, windows) -> int:
@@ -123,14 +76,13 @@ class Replayer:
         from m3_perception.assembly import build_pipelines
         from m3_perception.perception_node import PARAMETERS as PERCEPTION_PARAMETERS
 
+        overrides = overrides or {}
         self.perception_params = node_parameters(
-            params_file, "perception_node", {k: v[0] for k, v in PERCEPTION_PARAMETERS.items()}
+            params_file, "perception_node", PERCEPTION_PARAMETERS, overrides.get("perception_node")
         )
         self.memory_params = node_parameters(
-            params_file, "memory_node", {k: v[0] for k, v in MEMORY_PARAMETERS.items()}
+            params_file, "memory_node", MEMORY_PARAMETERS, overrides.get("memory_node")
         )
-        self.perception_params.update((overrides or {}).get("perception_node", {}))
-        self.memory_params.update((overrides or {}).get("memory_node", {}))
         self.memory_params["memory_dir"] = str(memory_dir)
         self.memory_dir = Path(memory_dir).expanduser().resolve()
         self.memory = memory or open_memory(self.memory_params)
@@ -190,12 +142,11 @@ class Replayer:
         return (*fresh(), None, {"offset_ns": 0, "skip": 0, "at_end": False}, None)
 
     def run(self, bag: str | Path, progress: Callable[[float, float], None] | None = None) -> ReplayReport:
+        from m3_memory.assembly import clip_ingester, clip_windows
+        from m3_memory.graph.records import MATCH_FACE, MATCH_VOICE, FaceEvidence, MatchEvidence, VoiceEvidence
         from m3_runtime.audio_codec import AudioDecodeError, AudioLimits, decode_chunk
         from m3_runtime.image_codec import ImageDecodeError, decode_compressed, decode_raw, encode_jpeg
         from m3_runtime.stamps import StampGuard, StampRejected, header_ns
-
-        from m3_memory.assembly import clip_ingester, clip_windows
-        from m3_memory.graph.records import MATCH_FACE, MATCH_VOICE, FaceEvidence, MatchEvidence, VoiceEvidence
 
         bag = Path(bag).resolve()
         info = bag_info(bag)

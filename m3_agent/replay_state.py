@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from m3_runtime.state_file import StateError, read_state, write_state
 
 SNAPSHOT_DIR = "replay_snapshots"

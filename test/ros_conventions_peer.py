@@ -17,8 +17,6 @@ import rclpy
 from audio_common_msgs.msg import AudioData, AudioDataStamped, AudioInfo
 from builtin_interfaces.msg import Time
 from hri_msgs.msg import IdsList, IdsMatch
-from m3_runtime.audio_codec import encode_s16le, resample
-from m3_runtime.image_codec import encode_jpeg
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -28,6 +26,8 @@ from std_msgs.msg import Header, String
 from m3_interfaces.msg import EntityMatch, FaceTracks, VoiceSegment
 from m3_perception.material.real_speech import librivox_clips
 from m3_perception.material.synthetic import compose, face_photos, speak
+from m3_runtime.audio_codec import encode_s16le, resample
+from m3_runtime.image_codec import encode_jpeg
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
 BOB_LINE = "my name is bob and i like green tea"

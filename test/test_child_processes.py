@@ -104,10 +104,10 @@ def kill9(process: subprocess.Popen) -> None:
 @pytest.fixture(scope="module")
 def bag(tmp_path_factory) -> Path:
     """120 s of 5 fps camera frames and noisy audio with tone bursts, as m3 video2bag writes them."""
-    from m3_runtime.image_codec import encode_jpeg
     from rosbags.rosbag2 import Writer
 
     from m3_agent.recording.typestore import AUDIO_CHUNK, COMPRESSED_IMAGE, m3_typestore
+    from m3_runtime.image_codec import encode_jpeg
 
     store = m3_typestore()
     types = store.types

@@ -9,15 +9,15 @@ import yaml
 
 from m3_agent.bench.identity import photo_embeddings
 from m3_agent.bringup import default_params_file
-from m3_agent.replay import node_parameters
 from m3_perception.perception_node import PARAMETERS
+from m3_runtime.parameter_checks import node_parameters
 
 EPISODES = sorted((Path(__file__).resolve().parents[1] / "m3_agent" / "demo" / "episodes").glob("*/*.yaml"))
 
 
 @pytest.fixture(scope="module")
 def params() -> dict:
-    return node_parameters(default_params_file(), "perception_node", {k: v[0] for k, v in PARAMETERS.items()})
+    return node_parameters(default_params_file(), "perception_node", PARAMETERS)
 
 
 @pytest.mark.parametrize("path", EPISODES, ids=[p.stem for p in EPISODES])

@@ -275,11 +275,10 @@ def test_node_command_with_autostart_false_waits_for_a_lifecycle_manager(ros, tm
 def test_direct_memory_transport_follows_the_memory_node_state(ros, node_under_test, tmp_path):
     """In `m3 run` the control loop searches the memory node's Memory directly: only while that node is
     active, as its services are only served then (MEMORY_UNAVAILABLE otherwise, not a closed store)."""
-    from m3_runtime.managed_node import bring_up
-
     from m3_control.direct_memory_client import DirectMemoryClient
     from m3_control.memory_client import MemoryUnavailable
     from m3_memory.memory_node import MemoryNode
+    from m3_runtime.managed_node import bring_up
 
     node = node_under_test(MemoryNode(parameter_overrides=[Parameter("memory_dir", value=str(tmp_path / "m"))]))
     direct = DirectMemoryClient.of_node(node)

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from m3_runtime.parameter_checks import ParameterError, checked_value, section_problems, unknown_name_problem
 
 from m3_agent.bringup import default_params_file
+from m3_runtime.parameter_checks import ParameterError, checked_value, section_problems, unknown_name_problem
 
 pytestmark = pytest.mark.reliability
 TYPO = "cannot configure: unknown parameter 'memroy_dir' (did you mean 'memory_dir'?)"

@@ -163,11 +163,11 @@ def test_replay_counts_bad_messages_and_goes_on(tmp_path):
     """Issue 13's bad messages inside a recording are skipped and counted, as the nodes do: on main the
     999 999 937 Hz chunk raised MemoryError out of the replay."""
     import numpy as np
-    from m3_runtime.audio_codec import encode_s16le
-    from m3_runtime.image_codec import encode_jpeg
 
     from m3_agent.recording.typestore import COMPRESSED_IMAGE, m3_typestore
     from m3_perception.material.synthetic import compose, face_photos, jpeg_claiming, png_claiming, speak
+    from m3_runtime.audio_codec import encode_s16le
+    from m3_runtime.image_codec import encode_jpeg
 
     def image(t: float, data: bytes, fmt: str = "jpeg"):
         return m3_typestore().types[COMPRESSED_IMAGE](header=_header(t), format=fmt, data=np.frombuffer(data, np.uint8))

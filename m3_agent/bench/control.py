@@ -240,7 +240,6 @@ def action_figures(memory, goals: int, rounds: int) -> dict:
     """Median goal -> result time over DDS: a client node and the control node (scripted model, direct
     memory client over `memory`) in one process, on one MultiThreadedExecutor."""
     import rclpy
-    from m3_runtime.managed_node import bring_up
     from rclpy.action import ActionClient
     from rclpy.context import Context
     from rclpy.executors import MultiThreadedExecutor
@@ -248,6 +247,7 @@ def action_figures(memory, goals: int, rounds: int) -> dict:
 
     from m3_control.control_node import ControlNode
     from m3_interfaces.action import Instruct
+    from m3_runtime.managed_node import bring_up
 
     queries, answer = scripted_queries(memory, goals * max(1, rounds - 1), seed=11)
     context = Context()

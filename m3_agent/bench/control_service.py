@@ -21,7 +21,6 @@ def service_client(memory_dir: str, embedder, timeout_s: float = 60.0) -> Iterat
     embedder: the bench's TextEmbedder, shared (the node's query embeddings then use the same runtime).
     The directory must not be open elsewhere: the bench closes its own Memory first."""
     import rclpy
-    from m3_runtime.managed_node import bring_up
     from rclpy.callback_groups import ReentrantCallbackGroup
     from rclpy.context import Context
     from rclpy.executors import MultiThreadedExecutor
@@ -30,6 +29,7 @@ def service_client(memory_dir: str, embedder, timeout_s: float = 60.0) -> Iterat
 
     from m3_control.ros_memory_client import RosMemoryClient
     from m3_memory.memory_node import MemoryNode
+    from m3_runtime.managed_node import bring_up
 
     context = Context()
     rclpy.init(args=[], context=context)

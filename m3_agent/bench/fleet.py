@@ -6,7 +6,8 @@ write path: MemoryGraph.apply_clip on the Milvus back-end, fleet members with th
 and restarted in the middle. Robots buffer clips on disk meanwhile and write them when it is back.
 Last stdout line, one JSON object: ingest_per_s (memories stored per second, all robots), search_p50_ms,
 search_p99_ms, search_errors (searches refused while the server was away), lost and duplicated
-(memories missing from Milvus, and stored more than once, at the end: both must be 0), restart_s.
+(memories missing from Milvus or in a clip whose record is missing, and memories stored more than
+once, at the end: both must be 0), restart_s.
 """
 
 from __future__ import annotations
@@ -103,14 +104,22 @@ def searcher_main(uri: str, prefix: str, stop_file: str) -> int:
 
 
 def _count(uri: str, prefix: str, robot: str) -> tuple[int, int]:
-    """(rows, distinct memories) of robot in the text collection."""
+    """(text rows, distinct memories a reload keeps) of robot: a memory counts only when its clip record
+    is stored too (a robot's load ignores the text rows of a clip that is not listed)."""
     from pymilvus import MilvusClient
 
     client = MilvusClient(uri=uri)
-    client.load_collection(f"{prefix}_text")
-    rows = client.query(f"{prefix}_text", filter=f'robot_id == "{robot}"', output_fields=["node_id"], limit=16384)
+    for name in (f"{prefix}_text", f"{prefix}_records"):
+        client.load_collection(name)
+    rows = client.query(
+        f"{prefix}_text", filter=f'robot_id == "{robot}"', output_fields=["node_id", "clip_index"], limit=16384
+    )
+    clips = client.query(
+        f"{prefix}_records", filter=f'robot_id == "{robot}" and kind == "clip"', output_fields=["key"], limit=16384
+    )
     client.close()
-    return len(rows), len({row["node_id"] for row in rows})
+    listed = {int(row["key"].rsplit("/", 1)[1]) for row in clips}
+    return len(rows), len({row["node_id"] for row in rows if row["clip_index"] in listed})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -131,7 +131,7 @@ def memory_fingerprint(script_stamp: Path, params_file: str, overrides: dict) ->
     digest = hashlib.sha256(script_stamp.read_bytes() + Path(params_file).read_bytes())
     digest.update(json.dumps(overrides, sort_keys=True, default=str).encode())
     agent = Path(__file__).resolve().parents[1]
-    sources = [agent / "replay.py", agent / "replay_state.py"]
+    sources = [agent / "replay.py", agent / "replay_report.py", agent / "replay_state.py"]
     for package in (m3_runtime, m3_perception, m3_memory, m3_agent.recording):
         sources += sorted(Path(package.__file__).resolve().parent.rglob("*.py"))
     for source in sources:
@@ -147,8 +147,8 @@ def run_episode(split: str, script: Path, root: Path, params_file: str, llm) -> 
     from m3_agent.bench.identity_metrics import identity_figures, match_faces
     from m3_agent.bench.replay import ask_questions, record_and_replay, render_episode
     from m3_agent.evaluation import report
-    from m3_agent.replay import node_parameters
     from m3_perception.perception_node import PARAMETERS as PERCEPTION_PARAMETERS
+    from m3_runtime.parameter_checks import node_parameters
 
     spec = yaml.safe_load(script.read_text())
     out = root / split / spec["episode_id"]
@@ -170,8 +170,7 @@ def run_episode(split: str, script: Path, root: Path, params_file: str, llm) -> 
         replayed = None
     records, _ = ask_questions(out, episode["questions"], params_file, overrides)
     truth = json.loads(Path(episode["truth"]).read_text())
-    params = node_parameters(params_file, "perception_node", {k: v[0] for k, v in PERCEPTION_PARAMETERS.items()})
-    params.update(overrides.get("perception_node", {}))
+    params = node_parameters(params_file, "perception_node", PERCEPTION_PARAMETERS, overrides.get("perception_node"))
     memory, face_vectors, face_counts = read_memory(memory_dir)
     memory.face_of = match_faces(photo_embeddings(spec, params), face_vectors, face_counts)
     figures = identity_figures(truth, memory)

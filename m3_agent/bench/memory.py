@@ -220,11 +220,11 @@ def service_client(path: str) -> int:
 def service_latencies(parameters: dict, embedder, sets: dict[str, list[str]]) -> dict[str, list[float]]:
     """search_node through the real service: the node in this process, the client in another."""
     import rclpy
-    from m3_runtime.managed_node import bring_up
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.parameter import Parameter
 
     from m3_memory.memory_node import MemoryNode
+    from m3_runtime.managed_node import bring_up
 
     rclpy.init()
     overrides = [Parameter(name, value=value) for name, value in parameters.items()]

@@ -15,13 +15,13 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from m3_runtime.stamps import StampRejected, header_ns
 from rclpy.executors import Executor, ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 
 from m3_agent.recording.bag_reader import ReadStatus, bag_info, iter_deserialized
+from m3_runtime.stamps import StampRejected, header_ns
 
 UNSUBSCRIBED_AFTER_S = 3.0  # discovery has settled by then: a topic still without a subscriber is said
 

@@ -21,8 +21,6 @@ import time
 from typing import Any
 
 from diagnostic_msgs.msg import KeyValue
-from m3_runtime.managed_node import AUTOSTART, ManagedNode, run_node
-from m3_runtime.parameter_checks import declare_checked
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
@@ -49,6 +47,8 @@ from m3_interfaces.action import Instruct
 from m3_interfaces.msg import PlanStep
 from m3_memory.robot_ids import check_robot_id, robot_id_problem
 from m3_memory.search.as_of import AsOfError, check_as_of, stamp_ns
+from m3_runtime.managed_node import AUTOSTART, ManagedNode, run_node
+from m3_runtime.parameter_checks import declare_checked
 
 NODE_NAME = "control_node"
 ACTION_NAME = "m3/instruct"  # relative: a robot namespace (__ns:=/robot_a) puts it under /robot_a

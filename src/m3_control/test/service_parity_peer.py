@@ -14,7 +14,6 @@ import sys
 import threading
 
 import rclpy
-from m3_runtime.managed_node import bring_up
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
@@ -23,6 +22,7 @@ from rclpy.parameter import Parameter
 from m3_control.memory_client import MemoryQueryRejected, MemoryUnavailable
 from m3_control.ros_memory_client import RosMemoryClient
 from m3_memory.memory_node import MemoryNode
+from m3_runtime.managed_node import bring_up
 
 
 def plain(value):

@@ -24,9 +24,8 @@ on the stream clock, and when the stream has stopped for `clip_idle_close_s` (se
 
 from __future__ import annotations
 
-from m3_runtime.stamps import StampGuard
-
 from m3_memory.graph.records import ClipEvidence, FaceEvidence, MatchEvidence, VoiceEvidence, VoiceRevision
+from m3_runtime.stamps import StampGuard
 
 NS = 1_000_000_000
 

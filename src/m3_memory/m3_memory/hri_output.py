@@ -7,13 +7,13 @@ from __future__ import annotations
 import threading
 
 from builtin_interfaces.msg import Time
-from m3_runtime.optional_interfaces import hri_messages
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Header, String
 
 from m3_memory.hri_persons import PersonsSnapshot, persons_snapshot
 from m3_memory.memory import Memory
+from m3_runtime.optional_interfaces import hri_messages
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
 

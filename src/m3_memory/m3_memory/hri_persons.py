@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from m3_runtime.hri_ids import valid_id
-
 from m3_memory.graph.memory_graph import MemoryGraph
 from m3_memory.graph.records import KIND_PERSON
 from m3_memory.graph.tags import kind_of, seq_of
+from m3_runtime.hri_ids import valid_id
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,6 @@ import time
 import traceback
 from collections.abc import Callable
 
-from m3_runtime.managed_node import ManagedNode, run_node
-from m3_runtime.parameter_checks import declare_checked
-from m3_runtime.stamps import StampRejected
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
@@ -38,6 +35,9 @@ from m3_memory.memory_msgs import clip_msg, item_msg, request_stamp_ns, to_ns, t
 from m3_memory.node_parameters import PARAMETERS
 from m3_memory.robot_ids import check_robot_id
 from m3_memory.search.query_encoders import QueryEncoders
+from m3_runtime.managed_node import ManagedNode, run_node
+from m3_runtime.parameter_checks import declare_checked
+from m3_runtime.stamps import StampRejected
 
 NODE_NAME = "memory_node"
 TICK_S = 0.5  # how often the stream clock and the idle time are looked at (steady time) [s]

@@ -3,8 +3,9 @@ replay builds its memory exactly as the node does (config/m3.yaml documents ever
 
 from __future__ import annotations
 
-from m3_runtime.managed_node import AUTOSTART
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+
+from m3_runtime.managed_node import AUTOSTART
 
 
 def _float(description: str, low: float, high: float) -> ParameterDescriptor:

@@ -119,6 +119,44 @@ def test_server_outage_loses_and_duplicates_nothing(tmp_path, embedder):
         server.stop()
 
 
+def test_a_server_killed_between_write_and_flush_keeps_the_clip_spooled(tmp_path, embedder, monkeypatch):
+    """Issue 21 D6: Milvus acknowledges an upsert before it persists it, so a clip counts as stored only
+    after make_durable (Milvus' flush). A server that dies in between (the flush fails) leaves the
+    clip in the spool, written again when the server is back, once."""
+    server = MilvusLiteServer(str(tmp_path / "data")).start()
+    spool = str(tmp_path / "spool")
+    memory = milvus_memory(server, "unflushed", embedder, spool)
+    backend = memory.graph.backend
+    try:
+        items = clips()
+        memory.ingest(items[0])
+        assert backend.spool.pending() == []
+        flush = backend.make_durable
+
+        def killed_before_flush() -> None:
+            server.stop(kill=True)
+            flush()  # the real flush, against a dead server
+
+        monkeypatch.setattr(backend, "make_durable", killed_before_flush)
+        assert memory.ingest(items[1]) is not None  # written, acknowledged, not persisted: spooled
+        assert len(os.listdir(spool)) == 1
+        monkeypatch.setattr(backend, "make_durable", flush)
+        server.start()
+        for item in items[2:]:
+            memory.ingest(item)
+        assert os.listdir(spool) == []
+        memory.close()
+        memory = milvus_memory(server, "unflushed", embedder, spool)
+        assert state(memory) == sqlite_reference(tmp_path, embedder, items)
+        client = MilvusClient(uri=server.uri)
+        stored = client.query("unflushed_text", filter="", output_fields=["count(*)"])[0]["count(*)"]
+        client.close()
+        assert stored == len(memory.graph.text)  # the clip written twice is stored once
+    finally:
+        memory.close()
+        server.stop()
+
+
 def test_migration_to_milvus_and_back_is_verified(tmp_path, embedder, milvus_server, capsys):
     import json
 

@@ -8,7 +8,6 @@ import time
 
 import pytest
 import rclpy
-from m3_runtime.managed_node import bring_up
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -17,6 +16,7 @@ from store_damage import build_store, digest, flip_leaf
 from m3_interfaces.srv import GetEntity, GetStats, SearchClip, SearchNode
 from m3_memory.memory_node import MemoryNode
 from m3_memory.store.sqlite_store import SCHEMA_FILE
+from m3_runtime.managed_node import bring_up
 
 
 def _ask_every_service(memory_dir) -> list:

@@ -57,9 +57,8 @@ def test_the_query_encoder_is_the_perception_default(speech):
 def test_a_query_against_voices_of_another_model_is_refused(memory, speech):
     """A memory whose voices came from resemblyzer (256-d), queried with CAM++ (192-d): a clear
     INVALID_AUDIO naming both sizes, never a crash nor a meaningless match."""
-    from m3_runtime.audio_codec import encode_s16le
-
     from m3_perception.voices.resemblyzer_encoder import VoiceEncoder
+    from m3_runtime.audio_codec import encode_s16le
 
     encoder, said, _ = speech
     old = VoiceEncoder().encode(said["slt"])

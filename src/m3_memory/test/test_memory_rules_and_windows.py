@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from m3_runtime.stamps import StampRejected
 from m3mem_evidence import S, face, match, voice
 
 from m3_memory.clip_window import ClipWindows
 from m3_memory.graph.records import ClipEvidence
 from m3_memory.memorize.rules import RulesMemorizer, names_in, self_facts, vocatives_in
+from m3_runtime.stamps import StampRejected
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
 from m3_runtime.audio_codec import AudioDecodeError, AudioLimits, check_format, decode_chunk
 
 

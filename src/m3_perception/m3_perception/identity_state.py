@@ -15,7 +15,6 @@ from collections import Counter, deque
 from typing import Any
 
 import numpy as np
-from m3_runtime.state_file import StateError
 
 from m3_perception.face_voice_matcher import FaceVoiceMatcher
 from m3_perception.faces.iou_tracker import IouTracker, Track
@@ -24,6 +23,7 @@ from m3_perception.identity_clusters import IdentityClusters, IdentityState
 from m3_perception.voices.face_split import FaceSplit
 from m3_perception.voices.pipeline import VoicePipeline
 from m3_perception.voices.revision import Turn
+from m3_runtime.state_file import StateError
 
 FORMAT = "m3-perception-identity-state"
 VERSION = 2

@@ -3,9 +3,10 @@ them too; config/m3.yaml and the package README document every value."""
 
 from __future__ import annotations
 
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+
 from m3_runtime.image_codec import DEFAULT_MAX_PIXELS
 from m3_runtime.managed_node import AUTOSTART
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 
 
 def _float(description: str, low: float, high: float) -> ParameterDescriptor:

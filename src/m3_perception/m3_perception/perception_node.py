@@ -13,11 +13,6 @@ from collections.abc import Callable
 
 import numpy as np
 from builtin_interfaces.msg import Time
-from m3_runtime.audio_codec import AudioDecodeError, AudioLimits, decode_chunk
-from m3_runtime.image_codec import ImageDecodeError, decode_compressed, decode_raw
-from m3_runtime.managed_node import ManagedNode, run_node
-from m3_runtime.parameter_checks import declare_checked
-from m3_runtime.stamps import StampGuard, StampRejected, header_ns
 from rclpy.clock import Clock as RclpyClock
 from rclpy.clock import ClockType
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
@@ -45,6 +40,11 @@ from m3_perception.node_parameters import PARAMETERS
 from m3_perception.ros_conventions import PerceptionConventions
 from m3_perception.voices.pipeline import VoiceEvent
 from m3_perception.voices.revision import VoiceUpdate
+from m3_runtime.audio_codec import AudioDecodeError, AudioLimits, decode_chunk
+from m3_runtime.image_codec import ImageDecodeError, decode_compressed, decode_raw
+from m3_runtime.managed_node import ManagedNode, run_node
+from m3_runtime.parameter_checks import declare_checked
+from m3_runtime.stamps import StampGuard, StampRejected, header_ns
 
 NODE_NAME = "perception_node"
 WARN_THROTTLE_S = 5.0

@@ -10,14 +10,14 @@ from collections.abc import Callable
 
 import numpy as np
 from builtin_interfaces.msg import Time
-from m3_runtime.audio_codec import AudioLimits
-from m3_runtime.hri_ids import RecentVoices, valid_id
-from m3_runtime.optional_interfaces import hri_messages, import_messages
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Header
 
 from m3_perception.audio_common_input import AudioCommonStream, StreamFormat
+from m3_runtime.audio_codec import AudioLimits
+from m3_runtime.hri_ids import RecentVoices, valid_id
+from m3_runtime.optional_interfaces import hri_messages, import_messages
 
 AUDIO_INPUTS = ("m3", "audio_common")
 WARN_THROTTLE_S = 5.0

@@ -14,8 +14,6 @@ import time
 import numpy as np
 import pytest
 import rclpy
-from m3_runtime.image_codec import encode_jpeg, encode_raw_rgb8
-from m3_runtime.managed_node import bring_up
 from rcl_interfaces.msg import Log
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
@@ -26,6 +24,8 @@ from std_msgs.msg import Header
 
 from m3_perception.camera_watch import SILENCE_S
 from m3_perception.perception_node import PerceptionNode, to_time
+from m3_runtime.image_codec import encode_jpeg, encode_raw_rgb8
+from m3_runtime.managed_node import bring_up
 
 pytestmark = pytest.mark.reliability
 WARNING = "no camera frame on"

@@ -12,7 +12,6 @@ import zipfile
 
 import numpy as np
 import pytest
-from m3_runtime.state_file import StateError, read_state, write_state
 
 from m3_perception import identity_state
 from m3_perception.assembly import DEFAULT_SPEAKER_BACKEND, speaker_encoder
@@ -23,6 +22,7 @@ from m3_perception.material.synthetic import compose, face_photos, speak
 from m3_perception.speech.utterances import RATE
 from m3_perception.speech.vad import SileroVad
 from m3_perception.voices.pipeline import VoicePipeline
+from m3_runtime.state_file import StateError, read_state, write_state
 
 pytestmark = pytest.mark.reliability
 

@@ -64,10 +64,10 @@ def test_failed_transcription_keeps_the_utterance(speech) -> None:
 
 def test_node_with_openai_backend_fails_start_on_dead_endpoint() -> None:
     import rclpy
-    from m3_runtime.managed_node import bring_up
     from rclpy.parameter import Parameter
 
     from m3_perception.perception_node import PerceptionNode
+    from m3_runtime.managed_node import bring_up
 
     with TranscriptionServer() as srv:
         url = srv.url

@@ -11,9 +11,6 @@ import time
 import numpy as np
 import pytest
 import rclpy
-from m3_runtime.audio_codec import encode_s16le
-from m3_runtime.image_codec import encode_jpeg, encode_raw_rgb8
-from m3_runtime.managed_node import bring_up
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -24,6 +21,9 @@ from m3_interfaces.msg import AudioChunk, EntityMatch, FaceTracks, IdentityList,
 from m3_perception.material.metrics import wer
 from m3_perception.material.synthetic import compose, face_photos, jpeg_claiming, png_claiming, speak
 from m3_perception.perception_node import PerceptionNode, to_sec, to_time
+from m3_runtime.audio_codec import encode_s16le
+from m3_runtime.image_codec import encode_jpeg, encode_raw_rgb8
+from m3_runtime.managed_node import bring_up
 
 T0 = 1000.0  # stream time of the episode start [s]
 SCENE_S = 4.0

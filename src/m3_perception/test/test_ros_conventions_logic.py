@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from m3_runtime.audio_codec import AudioDecodeError, AudioLimits, decode_chunk, encode_s16le
-from m3_runtime.hri_ids import RecentVoices, valid_id
 
 from m3_perception.audio_common_input import AudioCommonStream, StreamFormat
+from m3_runtime.audio_codec import AudioDecodeError, AudioLimits, decode_chunk, encode_s16le
+from m3_runtime.hri_ids import RecentVoices, valid_id
 
 TONE = np.sin(np.arange(4800) * 2 * np.pi * 440 / 48000).astype(np.float32) * 0.5  # 0.1 s at 48 kHz
 

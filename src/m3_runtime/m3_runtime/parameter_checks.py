@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 # Parameters rclpy itself declares or reads, never in a node's table.
 BUILTIN_PARAMETERS = frozenset({"use_sim_time", "start_type_description_service"})
@@ -96,6 +99,23 @@ def section_problems(values: Mapping[str, Any], table: Mapping[str, tuple[Any, A
         elif not is_builtin(name):
             problems.append(unknown_name_problem(name, table))
     return problems
+
+
+def node_parameters(
+    params_file: str | Path, node: str, table: Mapping[str, tuple[Any, Any]], overrides: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """What a node in this process would be configured with, for code that runs a node's logic without the
+    node (`m3 replay`, the benchmarks): the `node` section's ros__parameters of params_file and the
+    overrides, over the table's defaults, each coerced and checked as declare_checked does (an integer
+    where a float is declared becomes that float); ParameterError names every problem."""
+    data = yaml.safe_load(Path(params_file).read_text()) or {}
+    given = {**(((data.get(node) or {}).get("ros__parameters")) or {}), **(overrides or {})}
+    problems = section_problems(given, table)
+    if problems:
+        raise ParameterError(f"{params_file}: {node}: {'; '.join(problems)}")
+    values = {name: row[0] for name, row in table.items()}
+    values.update((name, checked_value(name, value, table[name])) for name, value in given.items() if name in table)
+    return values
 
 
 def share_names(names: Iterable[str]) -> None:

@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
-from m3_runtime.audio_codec import AudioDecodeError, decode_chunk, encode_s16le
-from m3_runtime.image_codec import ImageDecodeError, decode_compressed, decode_raw, encode_jpeg
 
 from m3_perception.material.synthetic import black_png, jpeg_claiming, png_claiming
+from m3_runtime.audio_codec import AudioDecodeError, decode_chunk, encode_s16le
+from m3_runtime.image_codec import ImageDecodeError, decode_compressed, decode_raw, encode_jpeg
 
 
 def _img(h: int = 4, w: int = 5) -> np.ndarray:

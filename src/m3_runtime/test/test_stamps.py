@@ -1,9 +1,9 @@
 """Header stamps into stream time: StampGuard (jumps, range, re-anchoring) and StreamClock (jitter)."""
 
 import pytest
-from m3_runtime.stamps import LATEST_NS, NS, REANCHOR_AFTER, StampGuard, StampRejected, header_ns
 
 from m3_perception.voices.pipeline import StreamClock
+from m3_runtime.stamps import LATEST_NS, NS, REANCHOR_AFTER, StampGuard, StampRejected, header_ns
 
 HOUR = 3600.0
 

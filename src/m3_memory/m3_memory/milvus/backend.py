@@ -10,7 +10,9 @@ m3_memory.milvus.writer): Milvus needs a vector field in every collection, so re
 Milvus has no transactions: a clip's changes are buffered and written when the clip ends, its text
 rows first and its clip record last; the clip record lists the clip's new memories, so text rows
 of a clip whose write broke off are ignored on load and overwritten (same primary keys) when the
-clip is stored again.
+clip is stored again. A clip counts as stored only once Milvus has flushed it (make_durable): until
+then, server down or killed between the write and the flush, it waits in the on-disk spool and is
+written again when the server is back.
 """
 
 from __future__ import annotations
@@ -124,16 +126,29 @@ class MilvusBackend:
         for start in range(0, len(payload["clips"]), 1000):
             self.client.upsert(self.records_name, payload["clips"][start : start + 1000], timeout=timeout)
 
+    def make_durable(self) -> None:
+        """Return only once Milvus holds what was written so far durably (its flush): an upsert is
+        acknowledged before the server persists it, and a server killed in between loses it (seen:
+        the last few clips before a SIGKILL of milvus-lite gone after its restart). Raises when unreachable."""
+        self._check_reachable()
+        for name in (self.text_name, self.records_name):
+            self.client.flush(name, timeout=int(self.config.timeout_s))
+
     def flush_spool(self) -> int:
-        """Write the queued clips to Milvus in order; returns how many; raises when unreachable."""
-        done, pending = 0, self.spool.pending()
-        if pending and self.reachable():
+        """Write the queued clips to Milvus in order and make them durable; only then do they leave the
+        spool. Returns how many; raises when unreachable (they stay queued, and are written again:
+        upserts on the same keys store nothing twice)."""
+        pending = self.spool.pending()
+        if not pending:
+            return 0
+        if self.reachable():
             self._ensure_collections()  # the server may have restarted (collections released)
         for path in pending:
             self.write(self.spool.read(path))
+        self.make_durable()
+        for path in pending:
             self.spool.remove(path)
-            done += 1
-        return done
+        return len(pending)
 
     def namespace(self, kind: str) -> str:
         """Whose record this is: the fleet's for people when in a fleet, else this robot's."""
@@ -395,6 +410,7 @@ class MilvusBackend:
             try:
                 self.flush_spool()  # older clips first: writes reach Milvus in order
                 self.write(payload)
+                self.make_durable()  # a clip counts as stored only once Milvus has persisted it
             except self._errors as error:
                 self.spool.append(payload, f"{type(error).__name__}: {error}")
         except BaseException:

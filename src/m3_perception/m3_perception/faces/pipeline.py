@@ -6,11 +6,11 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from m3_runtime.image_codec import encode_jpeg
 
 from m3_perception.faces.face_encoder import EMBEDDING_MODEL, FaceEncoder, crop_face, face_quality
 from m3_perception.faces.iou_tracker import IouTracker
 from m3_perception.identity_clusters import IdentityClusters
+from m3_runtime.image_codec import encode_jpeg
 
 
 def _thumbnail(rgb: np.ndarray, box: tuple[float, float, float, float]) -> np.ndarray:

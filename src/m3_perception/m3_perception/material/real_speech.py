@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from m3_runtime.audio_codec import resample
 
 from m3_perception.material.conversation_mix import (
     overlap_share,
@@ -32,6 +31,7 @@ from m3_perception.material.conversation_mix import (
 from m3_perception.material.telephone import telephone_channel
 from m3_perception.model_files import ModelFileMissing, package_dir
 from m3_perception.speech.vad import FRAME
+from m3_runtime.audio_codec import resample
 
 RATE = 16000
 POCKETSPHINX_DATA = Path("/usr/share/pocketsphinx/test/data")

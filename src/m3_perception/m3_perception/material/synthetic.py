@@ -16,6 +16,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+
 from m3_runtime.audio_codec import resample
 from m3_runtime.image_codec import encode_jpeg
 

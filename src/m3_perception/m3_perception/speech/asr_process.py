@@ -20,9 +20,9 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 import numpy as np
-from m3_runtime.child_processes import die_with_parent
 
 from m3_perception.speech.pocketsphinx_asr import Transcript
+from m3_runtime.child_processes import die_with_parent
 
 _TRANSCRIBER: Any = None  # built once per child process, on its first task
 

@@ -18,10 +18,10 @@ import math
 import os
 
 import numpy as np
-from m3_runtime.audio_codec import checked_mono
 
 from m3_perception.speech.pocketsphinx_asr import Transcript, WordTiming
 from m3_perception.speech.whisper_models import resolve
+from m3_runtime.audio_codec import checked_mono
 
 DEVICES = ("auto", "cpu", "cuda")
 COMPUTE_TYPES = ("auto", "int8", "int8_float16", "int8_float32", "float16", "bfloat16", "float32")

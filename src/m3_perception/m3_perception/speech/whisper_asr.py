@@ -25,10 +25,10 @@ import math
 from pathlib import Path
 
 import numpy as np
-from m3_runtime.audio_codec import checked_mono
 
 from m3_perception.model_files import ModelFileMissing
 from m3_perception.speech.pocketsphinx_asr import Transcript
+from m3_runtime.audio_codec import checked_mono
 
 RATE = 16000
 WINDOW_S = 30  # Whisper's input window

@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from m3_runtime.audio_codec import checked_mono
 
 from m3_perception.model_files import packaged_file, require_file
+from m3_runtime.audio_codec import checked_mono
 
 EMBEDDING_MODEL = "resemblyzer"
 MIN_SAMPLES = 16000 // 4  # resemblyzer needs at least a few 10 ms mel frames; below ¼ s it is noise
