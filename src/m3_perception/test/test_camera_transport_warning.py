@@ -112,3 +112,12 @@ def test_raw_node_warns_once_when_only_compressed_frames_come(ros):
 def test_no_warning_while_frames_arrive(ros):
     """Frames on the configured topic: no warning, even though the other transport publishes too."""
     assert _run(ros, "/d7c/image_raw", "raw", raw=True, compressed=True, seconds=SILENCE_S + 3) == []
+
+
+def test_compressed_node_warns_once_when_only_raw_frames_come(ros):
+    """The other way round: a node set to 'compressed' while the camera publishes raw Image only."""
+    seen = _run(ros, "/d7b/image_raw", "compressed", raw=True, compressed=False, seconds=0.0, until_warned=True)
+    assert len(seen) == 1, seen
+    assert "no camera frame on /d7b/image_raw/compressed (compressed)" in seen[0]
+    assert "/d7b/image_raw publishes sensor_msgs/msg/Image" in seen[0]
+    assert "set image_transport to 'raw'" in seen[0]
