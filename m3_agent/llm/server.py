@@ -26,7 +26,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from m3_agent.llm.models import FIX, cache_dir
+from m3_agent.llm.models import FIX
+from m3_runtime.verified_files import cache_dir
 
 SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
 LOG_TAIL_LINES = 25

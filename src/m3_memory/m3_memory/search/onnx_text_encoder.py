@@ -24,6 +24,7 @@ import numpy as np
 
 from m3_memory.errors import ModelMissingError
 from m3_memory.search.text_model import weights_file
+from m3_runtime.verified_files import models_dir
 
 EXPORT_VERSION = 1  # bump when the exported graph's shape or inputs change: old cache files are ignored
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -39,8 +40,7 @@ log = logging.getLogger(__name__)
 
 
 def default_cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "m3-agent", "models")
+    return str(models_dir())
 
 
 def _model_key(model_path: str) -> str:

