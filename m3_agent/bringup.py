@@ -25,7 +25,7 @@ from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
-from m3_runtime.node_shutdown import stop_executor, stop_signals_deferred, stop_signals_held
+from m3_runtime.node_shutdown import spin_until_stopped, stop_executor, stop_signals_deferred, stop_signals_held
 
 NODE_NAMES = ("perception_node", "memory_node", "control_node")
 MEMORY_TRANSPORTS = ("direct", "service")
@@ -247,9 +247,9 @@ def running_nodes(
     MultiThreadedExecutor (not yet spinning); everything torn down on exit. memory_transport: see
     memory_transport_for (None: direct when memory and control both run here).
 
-    Stopping is ordered as in managed_node.run_node: rclpy's signal handlers are not installed, so
-    Ctrl-C (and SIGTERM after stop_on_sigterm, or a StopSignals) is a KeyboardInterrupt in the main
-    thread while the context stays up; on exit running goals end and are answered (stop_executor),
+    Stopping is ordered as in managed_node.run_node: rclpy's signal handlers are not installed, so the
+    context stays up after Ctrl-C or SIGTERM (a KeyboardInterrupt while the nodes start; a flag once
+    `run` spins them, spin_until_stopped); on exit running goals end and are answered (stop_executor),
     then the nodes are destroyed, then the context goes. Call it from the main thread."""
     params_file = params_file or default_params_file()
     if not os.path.isfile(params_file):
@@ -297,8 +297,7 @@ def run(
                 on_ready(nodes)
             end = None if exit_after_s is None else time.monotonic() + exit_after_s
             stop = stop or threading.Event()
-            while rclpy.ok() and not stop.is_set() and (end is None or time.monotonic() < end):
-                executor.spin_once(timeout_sec=0.1)
+            spin_until_stopped(executor, lambda: stop.is_set() or (end is not None and time.monotonic() >= end))
         except (KeyboardInterrupt, ExternalShutdownException):
             pass
     return 0

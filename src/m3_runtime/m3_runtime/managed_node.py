@@ -29,7 +29,7 @@ from rclpy.signals import SignalHandlerOptions
 from rclpy.subscription import Subscription
 from rclpy.timer import Timer
 
-from m3_runtime.node_shutdown import stop_executor, stop_signals_deferred, stop_signals_held
+from m3_runtime.node_shutdown import spin_until_stopped, stop_executor, stop_signals_deferred, stop_signals_held
 from m3_runtime.parameter_checks import raise_parameter_problems
 
 SUCCESS = TransitionCallbackReturn.SUCCESS
@@ -208,8 +208,9 @@ def run_node(make: Callable[[], ManagedNode], name: str, args: list[str] | None,
     Stopping is ordered: running callbacks end (a running goal is preempted and answered), then the node
     is destroyed (stop_executor: rclpy's own shutdown does not wait for callbacks), then the context goes.
     So rclpy's signal handlers are not installed: they would shut the context down at the signal, under
-    the callbacks still running (a goal could no longer reach the memory nor send its result). The signal
-    is a KeyboardInterrupt here, and spin wakes every SPIN_POLL_S to let it through."""
+    the callbacks still running (a goal could no longer reach the memory nor send its result). While the
+    node starts (models loading) the signal is a KeyboardInterrupt; once it spins, a flag looked at every
+    SPIN_POLL_S (spin_until_stopped: never an exception inside the executor's own code)."""
     stop_on_sigterm()
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node: ManagedNode | None = None
@@ -225,8 +226,7 @@ def run_node(make: Callable[[], ManagedNode], name: str, args: list[str] | None,
         with stop_signals_deferred():
             executor = MultiThreadedExecutor(num_threads=threads)
             executor.add_node(node)
-        while executor.context.ok():
-            executor.spin_once(timeout_sec=SPIN_POLL_S)
+        spin_until_stopped(executor, poll_s=SPIN_POLL_S)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:

@@ -26,7 +26,8 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+import traceback
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from rclpy.executors import Executor
@@ -110,6 +111,18 @@ class StopSignals:
             raise StopRequested(self.name)
 
 
+def spin_until_stopped(executor: Executor, until: Callable[[], bool] = lambda: False, poll_s: float = 0.1) -> str:
+    """Spin until Ctrl-C or SIGTERM (or until() is true, or the context goes), and return the signal's name
+    ("" otherwise). Here a signal only sets a flag, looked at between spins (every poll_s at most): raised
+    as an exception in the main thread it could land inside the executor's own bookkeeping and leave it
+    half-updated, with a worker then waiting for ever (a memory_node stopped right after it went active
+    hung so, in one of about a thousand stops of the SIGTERM stress test)."""
+    with StopSignals(raise_interrupt=False) as stop:
+        while executor.context.ok() and not stop.name and not until():
+            executor.spin_once(timeout_sec=poll_s)
+    return stop.name
+
+
 def _pool_threads(executor: Executor) -> list[threading.Thread]:
     """Shut the executor's worker pool to new and queued work; its threads (none for a pool-less executor)."""
     pool = getattr(executor, "_executor", None)  # MultiThreadedExecutor's ThreadPoolExecutor (rclpy 7.1)
@@ -143,6 +156,12 @@ def _quiesce(executor: Executor, nodes: list[Any]) -> None:
                 thread.join(0.05)
 
 
+def _where(thread: threading.Thread) -> str:
+    """The thread's current stack, innermost call last (as a traceback prints it)."""
+    frame = sys._current_frames().get(thread.ident)
+    return "".join(traceback.format_stack(frame)).rstrip() if frame is not None else "(no stack: it just ended)"
+
+
 def stop_executor(executor: Executor, nodes: Iterable[Any] = (), warn_every_s: float = WARN_EVERY_S) -> None:
     """Return once no callback of `executor` runs or can start (module docstring), then shut it down.
 
@@ -155,7 +174,7 @@ def stop_executor(executor: Executor, nodes: Iterable[Any] = (), warn_every_s: f
     nodes = list(nodes)
     _quiesce(executor, nodes)
     threads = _pool_threads(executor)
-    waited_since = time.monotonic()
+    waited_since, told = time.monotonic(), False
     for thread in threads:
         while thread.is_alive():
             try:
@@ -164,6 +183,9 @@ def stop_executor(executor: Executor, nodes: Iterable[Any] = (), warn_every_s: f
                 pass  # a second signal: the callback still runs, keep waiting for it
             if thread.is_alive():
                 message = f"stopping: a callback still runs after {time.monotonic() - waited_since:.0f} s; waiting"
+                if not told:  # once: where it is, so a user (or a test log) can see what it waits for
+                    message += f"; it is at:\n{_where(thread)}"
+                    told = True
                 for node in nodes[:1]:
                     node.get_logger().warning(message)
     executor.shutdown(timeout_sec=0)  # releases its guard conditions; nothing runs any more
