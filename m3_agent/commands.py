@@ -219,8 +219,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     params_file, overrides = checked_parameters(args)
     try:
-        with StopSignals(), service_for(args) as llm:  # SIGTERM as Ctrl-C; a re-run goes on from where it stopped
-            result = run_demo(args.out, params_file, args.fresh, not args.quiet, llm.merged(overrides))
+        with StopSignals() as stop, service_for(args) as llm:  # SIGTERM as Ctrl-C; a re-run goes on from there
+            result = run_demo(args.out, params_file, args.fresh, not args.quiet, llm.merged(overrides), stop.check)
     except KeyboardInterrupt as interrupt:
         result = {"out": str(args.out), "stopped": stop_name(interrupt)}
         if isinstance(interrupt, ReplayStopped):

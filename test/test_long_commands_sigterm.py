@@ -88,7 +88,7 @@ def test_sigterm_of_m3_eval_keeps_the_answers_and_says_how_many(tmp_path):
 def test_sigterm_of_m3_demo_ends_cleanly_and_says_it_stopped(tmp_path):
     out_dir = tmp_path / "demo"
     command = [sys.executable, "-m", "m3_agent.cli", "demo", "--out", str(out_dir), "--llm", "none", "--quiet"]
-    rc, out, err = _stop(command, lambda seen: False, limit_s=25)  # mid-way: rendering or replaying
+    rc, out, err = _stop(command, lambda seen: "== 3/5" in seen, limit_s=600)  # as the replay starts
     assert rc == 0, err[-3000:]
     assert "Traceback" not in err, err[-3000:]
     line = json.loads(out.strip().splitlines()[-1])

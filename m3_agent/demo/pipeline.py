@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 EPISODE_FILES = ("episode.mp4", "truth.json", "questions.json")
@@ -33,8 +34,11 @@ def run_demo(
     fresh: bool = False,
     show_progress: bool = True,
     overrides: dict[str, dict[str, object]] | None = None,
+    stop_check: Callable[[], None] = lambda: None,
 ) -> dict:
-    """overrides: node parameters over params_file's (the LLM profile's back-ends, from `m3 demo --llm`)."""
+    """overrides: node parameters over params_file's (the LLM profile's back-ends, from `m3 demo --llm`).
+    stop_check: called before each stage; it raises once Ctrl-C or SIGTERM came (StopSignals.check), so
+    a stop is honoured at the next stage even if a library swallowed its KeyboardInterrupt."""
     from m3_agent.demo.generate import generate
     from m3_agent.evaluation import annotations, report
     from m3_agent.evaluation.runner import evaluate
@@ -51,22 +55,28 @@ def run_demo(
     episode_id = "demo_home_01"
 
     if not all((out / name).exists() for name in EPISODE_FILES):
+        stop_check()
         _say("1/5 generating the demo episode (Festival / espeak-ng voices, real photographs)")
         generate(out, cache_dir=out / ".voice_cache")
     else:
+        stop_check()
         _say("1/5 demo episode already generated")
     bag = out / "bag"
     if not bag.exists():
+        stop_check()
         _say("2/5 recording it into a rosbag2 (MCAP)")
         convert(out / "episode.mp4", bag, ConversionOptions())
     else:
+        stop_check()
         _say("2/5 recording already made")
+    stop_check()
     _say("3/5 replaying the recording through perception and memory")
     memory_dir = out / "episodes" / episode_id / "memory"
     overrides = overrides or {}
     _memory_for_memorizer(memory_dir, overrides.get("memory_node", {}))
     replay_report = replay(bag, memory_dir, params_file, show_progress, overrides)
     reasoner = overrides.get("control_node", {}).get("backend", "set in the parameter file")
+    stop_check()
     _say(f"4/5 asking the demo questions through the Instruct action (reasoner: {reasoner})")
     results = out / "answers.jsonl"
     results.unlink(missing_ok=True)
@@ -91,6 +101,7 @@ def run_demo(
     )
     summary = report.summarize(records)
     print(f"\naccuracy by question type (judge: {method}):\n{report.format_table(summary)}")
+    stop_check()
     _say("5/5 writing the HTML view of the memory")
     store = MemoryStore(str(memory_dir), create=False)
     try:

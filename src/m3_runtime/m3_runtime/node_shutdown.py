@@ -102,6 +102,12 @@ class StopSignals:
         for signum, handler in self._previous.items():
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
 
+    def check(self) -> None:
+        """StopRequested if a signal came: for a command's stage boundaries, so a stop is honoured there
+        even when a library swallowed the KeyboardInterrupt (a bare `except:` around an import)."""
+        if self.name:
+            raise StopRequested(self.name)
+
     def _handle(self, signum: int, frame: Any) -> None:
         if self.name:
             _already_stopping(signum, frame)
