@@ -98,9 +98,13 @@ class StopSignals:
         self._previous = {signum: signal.signal(signum, self._handle) for signum in STOP_SIGNALS}
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         for signum, handler in self._previous.items():
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+        if self.name and isinstance(exc, Exception):
+            # An error once a stop was asked for is the stop's doing: an import cut short by the interrupt
+            # reads as "package None is not installed" (seen: `m3 demo` stopped as its models loaded).
+            raise StopRequested(self.name) from exc
 
     def check(self) -> None:
         """StopRequested if a signal came: for a command's stage boundaries, so a stop is honoured there
