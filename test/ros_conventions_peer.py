@@ -28,6 +28,7 @@ from m3_perception.material.real_speech import librivox_clips
 from m3_perception.material.synthetic import compose, face_photos, speak
 from m3_runtime.audio_codec import encode_s16le, resample
 from m3_runtime.image_codec import encode_jpeg
+from m3_runtime.node_shutdown import spinning
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
 BOB_LINE = "my name is bob and i like green tea"
@@ -96,7 +97,7 @@ def wait_for(pred, timeout: float) -> bool:
     return pred()
 
 
-def late_person_values(executor: MultiThreadedExecutor, person_ids: list[str]) -> dict[str, dict[str, str]]:
+def late_person_values(person_ids: list[str]) -> dict[str, dict[str, str]]:
     """What a subscriber that joins now gets on each person's latched topics."""
     late = Node("ros_conventions_late")
     got: dict[str, dict[str, str]] = {p: {} for p in person_ids}
@@ -105,10 +106,8 @@ def late_person_values(executor: MultiThreadedExecutor, person_ids: list[str]) -
             late.create_subscription(
                 String, f"/humans/persons/{p}/{field}", lambda m, p=p, f=field: got[p].__setitem__(f, m.data), LATCHED
             )
-    executor.add_node(late)
-    time.sleep(3.0)
-    executor.remove_node(late)
-    late.destroy_node()
+    with spinning(late):  # an executor of its own: stopped before the node is destroyed
+        time.sleep(3.0)
     return got
 
 
@@ -171,7 +170,7 @@ def main() -> None:
         while time.monotonic() < deadline:
             known = peer.seen["persons_known"][-1] if peer.seen["persons_known"] else []
             last = max((int(p.split("_")[1]) for p in known), default=0)
-            late = late_person_values(executor, [f"person_{k}" for k in range(1, last + 1)])  # merged ones too
+            late = late_person_values([f"person_{k}" for k in range(1, last + 1)])  # merged ones too
             if any(len(v) == 3 and v.get("name") for v in late.values()):
                 break
         result.update(peer.seen, t0=t0, reference=reference.text, bob=BOB_LINE, late=late, ok=True)

@@ -28,6 +28,7 @@ from rclpy.parameter import Parameter
 from m3_interfaces.action import Instruct
 from m3_interfaces.msg import AudioChunk, VoiceSegment
 from m3_interfaces.srv import GetStats
+from m3_runtime.node_shutdown import spinning
 
 TIMEOUT_S = 30.0
 ABSENT_S = 2.0  # how long something that must not appear is given to appear
@@ -43,18 +44,20 @@ def wait_for(predicate: Callable[[], bool], timeout_s: float = TIMEOUT_S) -> boo
 
 
 @pytest.fixture(scope="module")
-def ros() -> Iterator[tuple[MultiThreadedExecutor, Node]]:
-    """One executor thread spinning the nodes under test and the driving client node."""
+def ros_context() -> Iterator[None]:
     rclpy.init()
-    executor = MultiThreadedExecutor(num_threads=4)
-    client = Node("lifecycle_driver")
-    executor.add_node(client)
-    thread = threading.Thread(target=executor.spin, daemon=True)
-    thread.start()
-    yield executor, client
-    executor.shutdown()
-    client.destroy_node()
+    yield
     rclpy.try_shutdown()
+
+
+@pytest.fixture
+def ros(ros_context) -> Iterator[tuple[MultiThreadedExecutor, Node]]:
+    """An executor thread of this test's own spinning the driving client node and the nodes under test;
+    after the test it stops, then destroys them all (a node destroyed under a spinning executor can kill
+    its thread: m3_runtime.node_shutdown.spinning)."""
+    client = Node("lifecycle_driver")
+    with spinning(client) as executor:
+        yield executor, client
 
 
 class Driver:
@@ -100,20 +103,15 @@ class Driver:
 
 
 @pytest.fixture
-def node_under_test(ros) -> Iterator[Callable]:
-    """Add a node to the executor (and remove and destroy it after the test)."""
+def node_under_test(ros) -> Callable:
+    """Add a node to the test's executor (which destroys it after the test)."""
     executor, _ = ros
-    added = []
 
     def add(node):
         executor.add_node(node)
-        added.append(node)
         return node
 
-    yield add
-    for node in added:
-        executor.remove_node(node)
-        node.destroy_node()
+    return add
 
 
 def memory_stats(memory_dir: Path) -> dict:

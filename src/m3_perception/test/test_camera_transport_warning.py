@@ -8,14 +8,12 @@ Run with its own domain:  ROS_DOMAIN_ID=24 ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHO
 
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
 import pytest
 import rclpy
 from rcl_interfaces.msg import Log
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -26,6 +24,7 @@ from m3_perception.camera_watch import SILENCE_S
 from m3_perception.perception_node import PerceptionNode, to_time
 from m3_runtime.image_codec import encode_jpeg, encode_raw_rgb8
 from m3_runtime.managed_node import bring_up
+from m3_runtime.node_shutdown import spinning
 
 pytestmark = pytest.mark.reliability
 WARNING = "no camera frame on"
@@ -64,11 +63,7 @@ class Camera(Node):
 @pytest.fixture(scope="module")
 def ros():
     rclpy.init()
-    executor = MultiThreadedExecutor(num_threads=4)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
-    yield executor
-    executor.shutdown()
+    yield
     rclpy.try_shutdown()
 
 
@@ -76,15 +71,13 @@ WARNED_WITHIN_S = SILENCE_S + 60.0  # a loaded machine delays the watch's timer 
 REPEAT_S = 3.0  # after the first warning, frames go on this long: a second warning would show
 
 
-def _run(ros, base: str, transport: str, raw: bool, compressed: bool, seconds: float, until_warned=False) -> list[str]:
+def _run(base: str, transport: str, raw: bool, compressed: bool, seconds: float, until_warned=False) -> list[str]:
     """A perception node on `base` with `transport`, a camera publishing what is asked for `seconds` (or,
     `until_warned`, until REPEAT_S after the first warning, at most WARNED_WITHIN_S)."""
     overrides = [*LIGHT, Parameter("image_topic", value=base), Parameter("image_transport", value=transport)]
     node = bring_up(PerceptionNode(parameter_overrides=overrides))
     camera = Camera(base)
-    ros.add_node(node)
-    ros.add_node(camera)
-    try:
+    with spinning(node, camera):  # an executor of its own, stopped before the nodes go
         end, t = time.monotonic() + (WARNED_WITHIN_S if until_warned else seconds), 1000.0
         while time.monotonic() < end:
             if until_warned and camera.log:
@@ -95,14 +88,10 @@ def _run(ros, base: str, transport: str, raw: bool, compressed: bool, seconds: f
             time.sleep(0.2)
         time.sleep(0.5)  # the last log line reaches /rosout
         return list(camera.log)
-    finally:
-        for each in (node, camera):
-            ros.remove_node(each)
-            each.destroy_node()
 
 
 def test_raw_node_warns_once_when_only_compressed_frames_come(ros):
-    seen = _run(ros, "/d7a/image_raw", "raw", raw=False, compressed=True, seconds=0.0, until_warned=True)
+    seen = _run("/d7a/image_raw", "raw", raw=False, compressed=True, seconds=0.0, until_warned=True)
     assert len(seen) == 1, seen
     assert "no camera frame on /d7a/image_raw (raw)" in seen[0]
     assert "/d7a/image_raw/compressed publishes sensor_msgs/msg/CompressedImage" in seen[0]
@@ -111,12 +100,12 @@ def test_raw_node_warns_once_when_only_compressed_frames_come(ros):
 
 def test_no_warning_while_frames_arrive(ros):
     """Frames on the configured topic: no warning, even though the other transport publishes too."""
-    assert _run(ros, "/d7c/image_raw", "raw", raw=True, compressed=True, seconds=SILENCE_S + 3) == []
+    assert _run("/d7c/image_raw", "raw", raw=True, compressed=True, seconds=SILENCE_S + 3) == []
 
 
 def test_compressed_node_warns_once_when_only_raw_frames_come(ros):
     """The other way round: a node set to 'compressed' while the camera publishes raw Image only."""
-    seen = _run(ros, "/d7b/image_raw", "compressed", raw=True, compressed=False, seconds=0.0, until_warned=True)
+    seen = _run("/d7b/image_raw", "compressed", raw=True, compressed=False, seconds=0.0, until_warned=True)
     assert len(seen) == 1, seen
     assert "no camera frame on /d7b/image_raw/compressed (compressed)" in seen[0]
     assert "/d7b/image_raw publishes sensor_msgs/msg/Image" in seen[0]

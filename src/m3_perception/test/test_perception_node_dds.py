@@ -5,13 +5,11 @@ Run with its own domain:  ROS_DOMAIN_ID=21 ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHO
 
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
 import pytest
 import rclpy
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CompressedImage, Image
@@ -24,6 +22,7 @@ from m3_perception.perception_node import PerceptionNode, to_sec, to_time
 from m3_runtime.audio_codec import encode_s16le
 from m3_runtime.image_codec import encode_jpeg, encode_raw_rgb8
 from m3_runtime.managed_node import bring_up
+from m3_runtime.node_shutdown import spinning
 
 T0 = 1000.0  # stream time of the episode start [s]
 SCENE_S = 4.0
@@ -83,12 +82,10 @@ def wait_for(pred, timeout: float) -> bool:
 
 @pytest.fixture(scope="module")
 def ros():
+    """The ROS context; each test spins its nodes on an executor of its own (spinning), which stops before
+    they are destroyed."""
     rclpy.init()
-    ex = MultiThreadedExecutor(num_threads=4)
-    th = threading.Thread(target=ex.spin, daemon=True)
-    th.start()
-    yield ex
-    ex.shutdown()
+    yield
     rclpy.try_shutdown()
 
 
@@ -99,63 +96,58 @@ def episode(ros):
         PerceptionNode(parameter_overrides=[rclpy.parameter.Parameter("image_transport", value="compressed")])
     )
     io = Recorder()
-    ros.add_node(node)
-    ros.add_node(io)
-    assert wait_for(
-        lambda: (
-            io.pub_jpeg.get_subscription_count() > 0
-            and io.pub_audio.get_subscription_count() > 0
-            and node.pub_faces.get_subscription_count() > 0
-            and node.pub_voices.get_subscription_count() > 0
-        ),
-        20.0,
-    ), "DDS discovery between the test node and the perception node did not complete"
-    photos = face_photos()
-    frames = [encode_jpeg(compose(photos, pl), 90) for pl, _, _ in SCENES]
-    speech = [speak(line, voice) for _, voice, line in SCENES]
-    # Audio track: each line starts 0.5 s into its scene; silence elsewhere; 1 s of silence at the end.
-    total = int((len(SCENES) * SCENE_S + 1.0) * 16000)
-    track = np.zeros(total, np.float32)
-    for k, x in enumerate(speech):
-        a = int((k * SCENE_S + 0.5) * 16000)
-        assert len(x) < (SCENE_S - 1.0) * 16000, "a test line is too long for its scene"
-        track[a : a + len(x)] = x
-    chunk = 1600  # 100 ms
-    frame_dt = 0.5
-    next_frame = 0.0
-    for i in range(0, total, chunk):
-        t = i / 16000
-        while next_frame <= t and next_frame < len(SCENES) * SCENE_S:
-            msg = CompressedImage(header=Header(stamp=to_time(T0 + next_frame), frame_id="cam"), format="jpeg")
-            msg.data = frames[int(next_frame // SCENE_S)]
-            io.pub_jpeg.publish(msg)
-            if next_frame in BAD_FRAMES:
-                bad = CompressedImage(header=Header(stamp=to_time(T0 + next_frame + 0.25), frame_id="cam"))
-                bad.format, bad.data = BAD_FRAMES[next_frame]
-                io.pub_jpeg.publish(bad)
-            if next_frame == 5.0:  # stamped 10^6 s ahead: its stamp is dropped (issue 13)
-                io.pub_jpeg.publish(
-                    CompressedImage(header=Header(stamp=to_time(T0 + 1e6)), format="jpeg", data=frames[0])
-                )
-            next_frame += frame_dt
-        io.audio(T0 + t, track[i : i + chunk])
-        if i == 10 * chunk:
-            io.audio(T0 + t + 0.05, track[:0], data=b"\x01\x02\x03")  # odd byte count: dropped, reported
-            # Issue 13: sample rates that made the resampler raise MemoryError / allocate 4.7 GB.
-            io.audio(T0 + t + 0.05, track[:0], data=bytes(65536), rate=999_999_937)
-            io.audio(T0 + t + 0.05, track[:0], data=bytes(65536), rate=1)
-        if i == 90 * chunk:  # a whole utterance stamped 1 s before Time's int32 end (published end < 0)
-            io.audio(2**31 - 2.0, track[:0], data=encode_s16le(np.concatenate([speech[0], np.zeros(16000)])))
-        time.sleep(0.025)  # ~4x real time
-    assert wait_for(lambda: len(io.voices) >= len(SCENES) and node.engine.idle(), 120.0), (
-        f"voices {[(v.voice_id, v.transcript) for v in io.voices]}"
-    )
-    time.sleep(0.5)
-    yield node, io
-    ros.remove_node(io)
-    ros.remove_node(node)
-    io.destroy_node()
-    node.destroy_node()
+    with spinning(node, io):  # stopped, and the nodes destroyed, after the module
+        assert wait_for(
+            lambda: (
+                io.pub_jpeg.get_subscription_count() > 0
+                and io.pub_audio.get_subscription_count() > 0
+                and node.pub_faces.get_subscription_count() > 0
+                and node.pub_voices.get_subscription_count() > 0
+            ),
+            20.0,
+        ), "DDS discovery between the test node and the perception node did not complete"
+        photos = face_photos()
+        frames = [encode_jpeg(compose(photos, pl), 90) for pl, _, _ in SCENES]
+        speech = [speak(line, voice) for _, voice, line in SCENES]
+        # Audio track: each line starts 0.5 s into its scene; silence elsewhere; 1 s of silence at the end.
+        total = int((len(SCENES) * SCENE_S + 1.0) * 16000)
+        track = np.zeros(total, np.float32)
+        for k, x in enumerate(speech):
+            a = int((k * SCENE_S + 0.5) * 16000)
+            assert len(x) < (SCENE_S - 1.0) * 16000, "a test line is too long for its scene"
+            track[a : a + len(x)] = x
+        chunk = 1600  # 100 ms
+        frame_dt = 0.5
+        next_frame = 0.0
+        for i in range(0, total, chunk):
+            t = i / 16000
+            while next_frame <= t and next_frame < len(SCENES) * SCENE_S:
+                msg = CompressedImage(header=Header(stamp=to_time(T0 + next_frame), frame_id="cam"), format="jpeg")
+                msg.data = frames[int(next_frame // SCENE_S)]
+                io.pub_jpeg.publish(msg)
+                if next_frame in BAD_FRAMES:
+                    bad = CompressedImage(header=Header(stamp=to_time(T0 + next_frame + 0.25), frame_id="cam"))
+                    bad.format, bad.data = BAD_FRAMES[next_frame]
+                    io.pub_jpeg.publish(bad)
+                if next_frame == 5.0:  # stamped 10^6 s ahead: its stamp is dropped (issue 13)
+                    io.pub_jpeg.publish(
+                        CompressedImage(header=Header(stamp=to_time(T0 + 1e6)), format="jpeg", data=frames[0])
+                    )
+                next_frame += frame_dt
+            io.audio(T0 + t, track[i : i + chunk])
+            if i == 10 * chunk:
+                io.audio(T0 + t + 0.05, track[:0], data=b"\x01\x02\x03")  # odd byte count: dropped, reported
+                # Issue 13: sample rates that made the resampler raise MemoryError / allocate 4.7 GB.
+                io.audio(T0 + t + 0.05, track[:0], data=bytes(65536), rate=999_999_937)
+                io.audio(T0 + t + 0.05, track[:0], data=bytes(65536), rate=1)
+            if i == 90 * chunk:  # a whole utterance stamped 1 s before Time's int32 end (published end < 0)
+                io.audio(2**31 - 2.0, track[:0], data=encode_s16le(np.concatenate([speech[0], np.zeros(16000)])))
+            time.sleep(0.025)  # ~4x real time
+        assert wait_for(lambda: len(io.voices) >= len(SCENES) and node.engine.idle(), 120.0), (
+            f"voices {[(v.voice_id, v.transcript) for v in io.voices]}"
+        )
+        time.sleep(0.5)
+        yield node, io
 
 
 def _scene(t: float) -> int:
@@ -240,8 +232,7 @@ def test_identity_lists_latched(episode, ros) -> None:
     qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
     late.create_subscription(IdentityList, "/m3/identities/faces", lambda m: got.__setitem__("faces", m), qos)
     late.create_subscription(IdentityList, "/m3/identities/voices", lambda m: got.__setitem__("voices", m), qos)
-    ros.add_node(late)
-    try:
+    with spinning(late):
         assert wait_for(lambda: len(got) == 2, 15.0), "late subscriber got no latched identity lists"
         faces, voices = got["faces"].identities, got["voices"].identities
         assert [i.id for i in faces] == ["face_1", "face_2", "face_3"]
@@ -249,9 +240,6 @@ def test_identity_lists_latched(episode, ros) -> None:
         assert all(bytes(i.crop_jpeg)[:2] == b"\xff\xd8" and i.kind == EntityMatch.FACE for i in faces)
         assert all(i.kind == EntityMatch.VOICE and i.observation_count == 2 for i in voices)
         assert all(to_sec(i.first_seen) >= T0 and to_sec(i.last_seen) >= to_sec(i.first_seen) for i in faces)
-    finally:
-        ros.remove_node(late)
-        late.destroy_node()
 
 
 def test_raw_images_and_missing_model(ros, tmp_path) -> None:
@@ -277,9 +265,7 @@ def test_raw_images_and_missing_model(ros, tmp_path) -> None:
     )
     bring_up(node)
     io = Recorder("/raw")
-    ros.add_node(node)
-    ros.add_node(io)
-    try:
+    with spinning(node, io):
         assert wait_for(
             lambda: io.pub_raw.get_subscription_count() > 0 and node.pub_faces.get_subscription_count() > 0, 20.0
         )
@@ -313,11 +299,6 @@ def test_raw_images_and_missing_model(ros, tmp_path) -> None:
         assert all(len(m.faces) == 2 for m in io.faces)
         ids = identified()
         assert len({(f[0][1], f[1][1]) for f in ids}) == 1 and ids[0][0][1] != ids[0][1][1]
-    finally:
-        ros.remove_node(io)
-        ros.remove_node(node)
-        io.destroy_node()
-        node.destroy_node()
     from m3_perception.model_files import ModelFileMissing
 
     missing = PerceptionNode(
@@ -338,9 +319,8 @@ def test_sensor_reliability_sets_the_camera_and_microphone_qos(episode, ros) -> 
         ],
     )
     bring_up(reliable)
-    ros.add_node(reliable)
     probe = Node("qos_probe")
-    try:
+    with spinning(reliable, probe):
 
         def reliability(topic: str, node_name: str):
             infos = [i for i in probe.get_subscriptions_info_by_topic(topic) if i.node_name == node_name]
@@ -355,10 +335,6 @@ def test_sensor_reliability_sets_the_camera_and_microphone_qos(episode, ros) -> 
             assert {i.qos_profile.reliability for i in probe.get_subscriptions_info_by_topic(topic)} == {
                 ReliabilityPolicy.BEST_EFFORT
             }
-    finally:
-        ros.remove_node(reliable)
-        reliable.destroy_node()
-        probe.destroy_node()
     typo = PerceptionNode(parameter_overrides=[rclpy.parameter.Parameter("sensor_reliability", value="sometimes")])
     with pytest.raises(ValueError, match="sensor_reliability must be 'best_effort' or 'reliable', got 'sometimes'"):
         bring_up(typo)

@@ -1,6 +1,7 @@
 """Stopping in order: an executor whose callbacks have all ended before its nodes are destroyed
 (stop_executor), and SIGTERM / Ctrl-C for the long-running commands (StopSignals) and for a process
-already stopping (stop_signals_held).
+already stopping (stop_signals_held). `spinning` does the same for nodes spun on a thread of their own
+(tests, scripts that embed the nodes).
 
 Why this exists: in rclpy 7.1 (Jazzy), `Executor.shutdown(timeout_sec)` says it waits for running
 callbacks, but it does not: it sets `_is_shutdown` and then waits only `if not self._is_shutdown`,
@@ -30,7 +31,7 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from rclpy.executors import Executor
+from rclpy.executors import Executor, MultiThreadedExecutor
 
 WARN_EVERY_S = 10.0
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -199,3 +200,35 @@ def stop_executor(executor: Executor, nodes: Iterable[Any] = (), warn_every_s: f
                 for node in nodes[:1]:
                     node.get_logger().warning(message)
     executor.shutdown(timeout_sec=0)  # releases its guard conditions; nothing runs any more
+
+
+@contextlib.contextmanager
+def spinning(*nodes: Any, num_threads: int = 4) -> Iterator[MultiThreadedExecutor]:
+    """Spin `nodes` (and any node added to the yielded executor) on a thread of their own for the
+    with-block; on leaving it, stop that executor in order (stop_executor) and destroy every node it holds.
+
+    Why not `threading.Thread(target=executor.spin)` and `remove_node` + `destroy_node`: a node destroyed
+    while the spinning thread builds a wait set with its entities kills that thread (rclpy 7.1:
+    "InvalidHandle: cannot use Destroyable because destruction was requested"), and every node still
+    added to it silently stops getting callbacks - a test's timers never fire.
+    """
+    executor = MultiThreadedExecutor(num_threads=num_threads)
+    for node in nodes:
+        executor.add_node(node)
+    done = threading.Event()
+
+    def spin() -> None:
+        while executor.context.ok() and not done.is_set():
+            executor.spin_once(timeout_sec=0.05)
+
+    thread = threading.Thread(target=spin, name="spinning", daemon=True)
+    thread.start()
+    try:
+        yield executor
+    finally:
+        done.set()
+        thread.join()
+        held = executor.get_nodes()
+        stop_executor(executor, held)
+        for node in held:
+            node.destroy_node()
