@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 
 from m3_control.memory_client import Memory
-from m3_control.names import ANSWER_ID_RE, UNNAMED, names_from, with_names
+from m3_control.names import ANSWER_ID_RE, NOT_NAMES, UNNAMED, names_from, with_names
 
 NOTHING_YET = "I don't know: my memory holds nothing about that yet."
 NOT_SUPPORTED = "I don't know: nothing in my memory says that."
@@ -42,15 +42,7 @@ PERSON_QUESTION_RE = re.compile(
 )
 CAPITALISED_RE = re.compile(r"\b([A-Z][a-z]+(?:-[A-Z][a-z]+)?)('s)?\b")
 SENTENCE_START_RE = re.compile(r"(?:^|[.!?:;\"]\s*)$")
-# Capitalised words that are not names (sentence starts, titles of time), whatever memory holds.
-NOT_NAMES = set(
-    "i a an the this that these those it its he she they we you his her their our your my me him them us there here "
-    "someone somebody nobody noone none no yes everyone everybody anyone anybody both all each one two three some "
-    "sorry unfortunately according based since because as after before when while then also and but or so if in on "
-    "at by for from with without about to of memory robot person people monday tuesday wednesday thursday friday "
-    "saturday sunday january february march april may june july august september october november december ok okay "
-    "well what who whom whose where which why how mr mrs ms dr".split()
-)
+
 STOP = set(
     "the a an is are was were be been am of to in on at by for with and or but not do does did done what who whom "
     "whose where when which why how you your me my it its this that these those there here have has had he she they "

@@ -15,7 +15,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from m3_control.answer_checks import (
     evidence_ids,
@@ -34,9 +34,10 @@ from m3_control.memory_client import (
     MemoryUnavailable,
     entity_names,
 )
-from m3_control.names import ANSWER_ID_RE, UNNAMED, names_from
+from m3_control.names import ANSWER_ID_RE, UNNAMED, asker_spellings, names_from, respelt
 from m3_control.reasoner import Answer, LoopState, Reasoner, ReasonerError, Search
 from m3_control.skills import Skill, SkillError, Step, unnamed_objects, validate_plan
+from m3_memory.graph.name_spellings import CAPITALISED_RE
 
 # Result codes: names of the Instruct.Result constants.
 SUCCEEDED = "SUCCEEDED"
@@ -165,6 +166,23 @@ def _learn_names(state: LoopState, memories: list[Memory], memory: MemoryClient)
     """Names for the entity ids of newly retrieved memories. Why: search_node returns its texts with
     ids, and a small model shown "<voice_2> says" answers with the id or cannot join it to the person."""
     _name_ids(state, evidence_ids(memories), memory, names_from(memories))
+
+
+def _in_asker_spelling(state: LoopState, clips: list[Clip], nodes: list[Memory]) -> tuple[list[Clip], list[Memory]]:
+    """The retrieved memories, and the names learnt, with each name the instruction spells differently
+    from memory written the instruction's way (names.asker_spellings: an answer about "Yusuf" that memory
+    heard as "Yosuf" says "Yusuf")."""
+    texts = [m.text for clip in clips for m in clip.memories] + [m.text for m in nodes]
+    words = {w for text in texts for w in CAPITALISED_RE.findall(text)} | set(state.names.values())
+    state.spellings.update(asker_spellings(state.instruction, words, (state.people or {}).values()))
+    if not state.spellings:
+        return clips, nodes
+    state.names = {entity: respelt(name, state.spellings) for entity, name in state.names.items()}
+
+    def fixed(memories):
+        return [replace(m, text=respelt(m.text, state.spellings)) for m in memories]
+
+    return [replace(c, memories=tuple(fixed(c.memories))) for c in clips], fixed(nodes)
 
 
 def _resolved(state: LoopState, text: str, memory: MemoryClient) -> str:
@@ -338,13 +356,15 @@ def run_loop(
                 state.messages.append({"role": "user", "content": f"(Memory rejected this query: {error}.)"})
             memory_ms = (time.perf_counter() - t0) * 1000
             retrieved = [m for clip in clips for m in clip.memories] + list(nodes)
-            _append_evidence(state, retrieved)
             if not asks_for_id(instruction):
                 try:
                     _learn_names(state, retrieved, memory)
                 except (MemoryUnavailable, MemoryQueryRejected) as error:
                     result.code, result.error_message = MEMORY_UNAVAILABLE, str(error)
                     return result
+                clips, nodes = _in_asker_spelling(state, clips, nodes)
+                retrieved = [m for clip in clips for m in clip.memories] + list(nodes)
+            _append_evidence(state, retrieved)
             hits = len(retrieved)
             if state.messages[-1]["role"] != "user":
                 text = render_knowledge(clips, nodes, state) if render_knowledge else knowledge_message(clips, nodes)

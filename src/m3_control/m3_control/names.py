@@ -12,8 +12,10 @@ a ROS call per id cost a round tens of milliseconds).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from m3_control.memory_client import ENTITY_ID_RE, Memory
+from m3_memory.graph.name_spellings import CAPITALISED_RE, spelling_in
 
 ANY_ID = r"(?:face|voice|person|character)_\d+"
 NAME_PATTERNS = (
@@ -25,6 +27,15 @@ PERSON_HIT_RE = re.compile(rf"^<({ANY_ID})> is called ([A-Z][\w-]*); faces and v
 MEMBER_HIT_RE = re.compile(rf"^<({ANY_ID})> of <({ANY_ID})>(?: \(([A-Z][\w-]*)\))?")
 # In answers a model may also write an id without its brackets ("person_3").
 ANSWER_ID_RE = re.compile(rf"<({ANY_ID})>|\b({ANY_ID})\b")
+# Capitalised words that are not names (sentence starts, titles of time), whatever memory holds.
+NOT_NAMES = set(
+    "i a an the this that these those it its he she they we you his her their our your my me him them us there here "
+    "someone somebody nobody noone none no yes everyone everybody anyone anybody both all each one two three some "
+    "sorry unfortunately according based since because as after before when while then also and but or so if in on "
+    "at by for from with without about to of memory robot person people monday tuesday wednesday thursday friday "
+    "saturday sunday january february march april may june july august september october november december ok okay "
+    "well what who whom whose where which why how mr mrs ms dr".split()
+)
 UNNAMED = "someone whose name I don't know"  # an id or unsupported name in an answer that memory has no name for
 
 
@@ -52,3 +63,29 @@ def names_from(evidence: list[Memory]) -> dict[str, str]:
 def with_names(text: str, names: dict[str, str], pattern: re.Pattern = ENTITY_ID_RE) -> str:
     """Entity ids in text replaced by the names given (ids without a name stay)."""
     return pattern.sub(lambda m: names.get(m.group(1) or m.group(2), m.group(0)), text)
+
+
+def asker_spellings(instruction: str, memory_words: Iterable[str], people: Iterable[str]) -> dict[str, str]:
+    """Memory's spelling -> the instruction's, for each name the instruction writes differently from
+    memory (m3_memory.graph.name_spellings: "Yosuf", as speech recognition heard it, is the "Yusuf" the
+    user asks about). Why: an answer in the user's spelling is the one they recognise, and a reasoner
+    (a small model, or the extractive scorer) joins the question's name to the memories only so. A name
+    the instruction writes as a person memory knows by exactly that name is theirs: nothing is respelt
+    to it (in a household with a Maria and a Mario, "Mario" stays Mario's)."""
+    known = {p.lower() for p in people}
+    asked = {
+        m.group(1)
+        for m in CAPITALISED_RE.finditer(instruction)
+        if m.group(1).lower() not in NOT_NAMES and m.group(1).lower() not in known
+    }
+    if not asked:
+        return {}
+    words = {w for w in memory_words if w not in asked}
+    return {w: q for w in words if (q := spelling_in(w, asked))}
+
+
+def respelt(text: str, spellings: dict[str, str]) -> str:
+    """text with each word of `spellings` (whole, capitalised) written the instruction's way."""
+    if not spellings:
+        return text
+    return CAPITALISED_RE.sub(lambda m: spellings.get(m.group(1), m.group(1)), text)

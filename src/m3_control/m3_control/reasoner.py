@@ -60,6 +60,7 @@ class LoopState:
     names: dict[str, str] = field(default_factory=dict)  # entity id -> name memory knows (the loop learns them)
     unnamed: set[str] = field(default_factory=set)  # ids looked up that memory knows no name for
     people: dict[str, str] | None = None  # every named person of memory (looked up at the first search)
+    spellings: dict[str, str] = field(default_factory=dict)  # memory's spelling -> the instruction's (names)
     # why the previous answer was sent back: "plan" (rejected) or "text" (it does not name what its valid
     # plan picks, or names a person the evidence does not: the plan is kept and only the text is asked
     # for again); "" when it was not

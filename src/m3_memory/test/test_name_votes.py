@@ -1,6 +1,7 @@
 """A person's name from the votes of its mentions: spellings of one name vote together."""
 
-from m3_memory.graph.people import PeopleMixin, spelling_groups
+from m3_memory.graph.name_spellings import same_name, spelling_groups, spelling_in
+from m3_memory.graph.people import PeopleMixin
 from m3_memory.graph.records import KIND_PERSON, EntityRecord
 
 
@@ -12,6 +13,31 @@ def test_spellings_one_edit_apart_are_one_name_short_names_are_not() -> None:
     assert spelling_groups({"Sophie": 1, "Sophia": 1, "Yosuf": 1}) == [["Sophia", "Sophie"], ["Yosuf"]]
     assert spelling_groups({"Tom": 1, "Tim": 1}) == [["Tim"], ["Tom"]]  # different names, not spellings
     assert spelling_groups({"Katarina": 1, "Katerina": 1, "Caterina": 1}) == [["Caterina", "Katarina", "Katerina"]]
+
+
+# Pairs from common name lists, none of them an episode's: spellings that sound alike, and names that differ.
+SPELLINGS = [
+    ("Sofia", "Sophie"), ("Catherine", "Kathryn"), ("Stephen", "Steven"), ("Mohammed", "Muhammad"),
+    ("Youssef", "Yusuf"), ("Ingrid", "Ingred"), ("Matteo", "Mateo"), ("Philippa", "Filipa"),
+]  # fmt: skip
+DIFFERENT = [
+    ("Tom", "Tim"), ("Dan", "Don"), ("Anya", "Daniel"), ("Tomasz", "Ingrid"), ("Mark", "Mike"), ("Emma", "Emily"),
+    ("Ines", "Agnes"), ("Kenji", "Ken"), ("Omar", "Amara"), ("Mateo", "Marek"), ("Bob", "Rob"),
+]  # fmt: skip
+
+
+def test_spellings_that_sound_alike_are_one_name_and_different_names_are_not() -> None:
+    assert [p for p in SPELLINGS if not same_name(*p)] == []
+    assert [p for p in DIFFERENT if same_name(*p)] == []
+    assert not same_name("", "") and same_name("ALICE", "alice")
+    assert same_name("Anya", "Anna")  # the cost of one edit apart: two names, taken for one spelling
+
+
+def test_a_word_names_the_one_person_it_is_a_spelling_of() -> None:
+    assert spelling_in("Yusuf", ["Yosuf", "Sophie"]) == "Yosuf"
+    assert spelling_in("Sophie", ["Yosuf", "Sophie"]) == ""  # itself a name: that one
+    assert spelling_in("Maria", ["Mario", "Marya"]) == ""  # two candidates: none
+    assert spelling_in("Kitchen", ["Yosuf", "Sophie"]) == ""
 
 
 def test_two_spellings_outvote_one_other_name() -> None:

@@ -12,6 +12,7 @@ import numpy as np
 
 from m3_memory.errors import StoreError
 from m3_memory.graph.backend import StoreWriter
+from m3_memory.graph.name_spellings import spelling_groups
 from m3_memory.graph.records import KIND_FACE, KIND_PERSON, KIND_VOICE, ClipEvidence, EntityRecord
 from m3_memory.graph.tags import kind_of, seq_of
 from m3_memory.store.ann_index import CosineIndex
@@ -27,28 +28,6 @@ def usable_embedding(values) -> np.ndarray | None:
     if not np.all(np.isfinite(vector)) or float(np.linalg.norm(vector)) < 1e-9:
         return None
     return vector
-
-
-def _one_edit_apart(a: str, b: str) -> bool:
-    """Levenshtein distance <= 1 (one letter changed, added or dropped)."""
-    if abs(len(a) - len(b)) > 1:
-        return False
-    if len(a) > len(b):
-        a, b = b, a
-    i = next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), len(a))
-    return a[i + (len(a) == len(b)) :] == b[i + 1 :]
-
-
-def spelling_groups(votes: dict[str, int]) -> list[list[str]]:
-    """Names that are spellings of one name: one edit apart, case aside, both at least 4 letters long
-    (shorter names one letter apart are often different names: Tom, Tim). Connected groups, sorted."""
-    groups: list[list[str]] = []
-    for name in sorted(votes):
-        key = name.lower()
-        near = [g for g in groups if any(len(key) >= 4 and len(m) >= 4 and _one_edit_apart(key, m.lower()) for m in g)]
-        merged = [name] + [n for g in near for n in g]
-        groups = [g for g in groups if g not in near] + [sorted(merged)]
-    return sorted(groups)
 
 
 class PeopleMixin:
@@ -252,7 +231,7 @@ class PeopleMixin:
     @staticmethod
     def _winning_name(record: EntityRecord) -> str:
         """The name with most votes, spellings of one name voting together (speech recognition spells a
-        name differently from line to line: "Sophia", "Sophie"; see spelling_groups); within the winning
+        name differently from line to line: "Sofia", "Sophie"; m3_memory.graph.name_spellings); within the winning
         group its most-voted spelling. A tie keeps the current name (names do not flicker)."""
         if not record.name_votes:
             return record.name

@@ -18,6 +18,7 @@ import numpy as np
 from m3_memory import errors
 from m3_memory.errors import MemoryApiError
 from m3_memory.graph.memory_graph import MemoryGraph
+from m3_memory.graph.name_spellings import CAPITALISED_RE, spelling_in
 from m3_memory.graph.records import (
     ALL_KINDS,
     ENTITY_KINDS,
@@ -94,9 +95,28 @@ class MemorySearch:
             raise MemoryApiError(errors.INVALID_ARGUMENT, str(error)) from None
 
     # -- query expansion --------------------------------------------------------------------------
+    def _person_names(self) -> set[str]:
+        with self.graph.lock:
+            return {r.name for r in self.graph.entities.values() if r.kind == KIND_PERSON and r.name}
+
+    def respelled(self, query: str) -> str:
+        """The query with each capitalised word that is another spelling of one person's name in memory
+        written as memory spells it ("Yusuf" -> "Yosuf", as speech recognition heard it)."""
+        names = self._person_names()
+        if not names:
+            return query
+        return CAPITALISED_RE.sub(lambda m: spelling_in(m.group(1), names) or m.group(1), query)
+
     def query_variants(self, query: str) -> list[str]:
-        """The query with each entity tag replaced by each id of its person (reference semantics:
-        <person_2> becomes <face_1> / <voice_3> / ...), capped at MAX_VARIANTS."""
+        """The query (and, when it spells a person's name differently from memory, the query respelled),
+        with each entity tag replaced by each id of its person (reference semantics: <person_2> becomes
+        <face_1> / <voice_3> / ...), capped at MAX_VARIANTS."""
+        respelled = self.respelled(query)
+        if respelled != query:
+            return self._tag_variants(query)[: MAX_VARIANTS // 2] + self._tag_variants(respelled)[: MAX_VARIANTS // 2]
+        return self._tag_variants(query)
+
+    def _tag_variants(self, query: str) -> list[str]:
         tags = list(dict.fromkeys(m.group(1) for m in TAG_RE.finditer(query)))
         if not tags:
             return [query]
@@ -224,7 +244,8 @@ class MemorySearch:
             return [self._entity_hit(f"{kind}_{label}", score) for label, score in found]
 
     def _entities_named(self, query: str, wanted: set[str], before_clip: int, before_stamp_ns: int) -> list[SearchHit]:
-        """Entities whose id or learnt name the text query mentions (score 1)."""
+        """Entities whose id or learnt name the text query mentions, in memory's spelling (score 1)."""
+        query = self.respelled(query)
         words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]*|(?:face|voice|person)_\d+", query)}
         graph = self.graph
         with graph.lock:
