@@ -2,13 +2,11 @@
 
 import json
 import subprocess
-import threading
 import time
 
 import numpy as np
 import pytest
 import rclpy
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosbags.rosbag2 import Reader
@@ -17,6 +15,7 @@ from m3_agent.recording.bag_reader import bag_info, deserialize, iter_messages
 from m3_agent.recording.player import BagPlayer, PlaybackOptions, keep_up_target, parse_remaps, stream_stamp_ns
 from m3_agent.recording.video2bag import ConversionOptions, convert
 from m3_agent.recording.video_writer import write_video
+from m3_runtime.node_shutdown import spinning
 
 FPS = 25
 SECONDS = 4
@@ -129,22 +128,19 @@ def test_player_publishes_every_message_with_clock_and_remaps(bag):
         listener.create_subscription(AudioChunk, "/mic", audio.append, qos)
         listener.create_subscription(CompressedImage, "/camera/image_raw/compressed", images.append, qos)
         listener.create_subscription(Clock, "/clock", clock.append, 10)
-        executor = MultiThreadedExecutor()
-        executor.add_node(listener)
-        threading.Thread(target=executor.spin, daemon=True).start()
         options = PlaybackOptions(rate=4.0, remaps={"/audio": "/mic"}, wait_for_subscribers_s=10)
-        started = time.monotonic()
-        published = BagPlayer(player_node, str(bag), options).play()
-        elapsed = time.monotonic() - started
-        deadline = time.monotonic() + 5
-        while len(audio) + len(images) < published and time.monotonic() < deadline:
-            time.sleep(0.05)
+        with spinning(listener):
+            started = time.monotonic()
+            published = BagPlayer(player_node, str(bag), options).play()
+            elapsed = time.monotonic() - started
+            deadline = time.monotonic() + 5
+            while len(audio) + len(images) < published and time.monotonic() < deadline:
+                time.sleep(0.05)
         assert len(images) == 5 * SECONDS
         assert len(audio) + len(images) == published
         last_stamp_s = (SECONDS * 1e9 - 1e8) / 1e9  # the last audio chunk starts 0.1 s before the end
         assert elapsed >= 0.95 * last_stamp_s / 4.0  # paced by the rate multiplier, never faster
         assert clock and clock[-1].clock.sec >= SECONDS - 1
-        executor.shutdown()
     finally:
         rclpy.try_shutdown()
 

@@ -10,7 +10,6 @@ so each search, and the round's one get_names, is a DDS request with its message
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Iterator
 
 
@@ -23,41 +22,34 @@ def service_client(memory_dir: str, embedder, timeout_s: float = 60.0) -> Iterat
     import rclpy
     from rclpy.callback_groups import ReentrantCallbackGroup
     from rclpy.context import Context
-    from rclpy.executors import MultiThreadedExecutor
     from rclpy.node import Node
     from rclpy.parameter import Parameter
 
     from m3_control.ros_memory_client import RosMemoryClient
     from m3_memory.memory_node import MemoryNode
     from m3_runtime.managed_node import bring_up
+    from m3_runtime.node_shutdown import spinning
 
     context = Context()
     rclpy.init(args=[], context=context)
-    nodes = []
-    executor = MultiThreadedExecutor(num_threads=4, context=context)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
     try:
         memory_node = MemoryNode(
             embedder=embedder, context=context, parameter_overrides=[Parameter("memory_dir", value=memory_dir)]
         )
-        nodes.append(memory_node)
-        bring_up(memory_node)
-        if memory_node.memory is None:
-            raise RuntimeError(f"the memory node could not open {memory_dir}: {memory_node.store_error}")
+        try:
+            bring_up(memory_node)
+        except BaseException:
+            memory_node.destroy_node()
+            raise
         client_node = Node("bench_memory_client", context=context)
-        nodes.append(client_node)
         client = RosMemoryClient(client_node, "/m3/memory", timeout_s, ReentrantCallbackGroup())
-        for node in nodes:
-            executor.add_node(node)
-        spinner.start()
-        for service in (client.search_clip_client, client.search_node_client, client.get_names_client):
-            if not service.wait_for_service(timeout_sec=timeout_s):
-                raise RuntimeError(f"{service.srv_name} did not appear within {timeout_s} s")
-        yield client, memory_node.memory
+        # spinning: stopped in order, then the nodes destroyed (the memory node closes its store)
+        with spinning(memory_node, client_node):
+            if memory_node.memory is None:
+                raise RuntimeError(f"the memory node could not open {memory_dir}: {memory_node.store_error}")
+            for service in (client.search_clip_client, client.search_node_client, client.get_names_client):
+                if not service.wait_for_service(timeout_sec=timeout_s):
+                    raise RuntimeError(f"{service.srv_name} did not appear within {timeout_s} s")
+            yield client, memory_node.memory
     finally:
-        executor.shutdown(timeout_sec=10.0)  # stop the spinning thread before destroying what it waits on
-        if spinner.is_alive():
-            spinner.join(timeout=10.0)
-        for node in reversed(nodes):
-            node.destroy_node()  # the memory node closes its store
         rclpy.try_shutdown(context=context)

@@ -11,11 +11,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-import threading
 
 import rclpy
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
@@ -23,6 +21,7 @@ from m3_control.memory_client import MemoryQueryRejected, MemoryUnavailable
 from m3_control.ros_memory_client import RosMemoryClient
 from m3_memory.memory_node import MemoryNode
 from m3_runtime.managed_node import bring_up
+from m3_runtime.node_shutdown import spinning
 
 
 def plain(value):
@@ -40,30 +39,22 @@ def main(memory_dir: str, calls_path: str) -> int:
     memory_node = bring_up(MemoryNode(parameter_overrides=[Parameter("memory_dir", value=memory_dir)]))
     client_node = Node("parity_client")
     client = RosMemoryClient(client_node, "/m3/memory", 20.0, ReentrantCallbackGroup())
-    executor = MultiThreadedExecutor(num_threads=4)
-    executor.add_node(memory_node)
-    executor.add_node(client_node)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
     outcomes = []
     try:
-        for service in (client.search_clip_client, client.search_node_client, client.get_entity_client):
-            if not service.wait_for_service(timeout_sec=30.0):  # entity_name skips a service not yet seen
-                raise RuntimeError(f"{service.srv_name} did not appear")
-        for name, argument in calls:
-            try:
-                if name == "entity_name":
-                    result = client.entity_name(argument)
-                else:
-                    result = getattr(client, name)(**argument)
-                outcomes.append({"result": plain(result)})
-            except (MemoryQueryRejected, MemoryUnavailable) as error:
-                outcomes.append({"error": type(error).__name__, "message": str(error)})
+        with spinning(memory_node, client_node):  # stopped, then both nodes destroyed (the store closed)
+            for service in (client.search_clip_client, client.search_node_client, client.get_entity_client):
+                if not service.wait_for_service(timeout_sec=30.0):  # entity_name skips a service not yet seen
+                    raise RuntimeError(f"{service.srv_name} did not appear")
+            for name, argument in calls:
+                try:
+                    if name == "entity_name":
+                        result = client.entity_name(argument)
+                    else:
+                        result = getattr(client, name)(**argument)
+                    outcomes.append({"result": plain(result)})
+                except (MemoryQueryRejected, MemoryUnavailable) as error:
+                    outcomes.append({"error": type(error).__name__, "message": str(error)})
     finally:
-        executor.shutdown(timeout_sec=10.0)
-        spinner.join(timeout=10.0)
-        client_node.destroy_node()
-        memory_node.destroy_node()
         rclpy.try_shutdown()
     print(json.dumps(outcomes), flush=True)
     return 0

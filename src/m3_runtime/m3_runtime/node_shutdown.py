@@ -206,13 +206,14 @@ def stop_executor(executor: Executor, nodes: Iterable[Any] = (), warn_every_s: f
 def spinning(*nodes: Any, num_threads: int = 4) -> Iterator[MultiThreadedExecutor]:
     """Spin `nodes` (and any node added to the yielded executor) on a thread of their own for the
     with-block; on leaving it, stop that executor in order (stop_executor) and destroy every node it holds.
+    The executor runs in the first node's context (the default context when none is given).
 
     Why not `threading.Thread(target=executor.spin)` and `remove_node` + `destroy_node`: a node destroyed
     while the spinning thread builds a wait set with its entities kills that thread (rclpy 7.1:
     "InvalidHandle: cannot use Destroyable because destruction was requested"), and every node still
     added to it silently stops getting callbacks - a test's timers never fire.
     """
-    executor = MultiThreadedExecutor(num_threads=num_threads)
+    executor = MultiThreadedExecutor(num_threads=num_threads, context=nodes[0].context if nodes else None)
     for node in nodes:
         executor.add_node(node)
     done = threading.Event()
