@@ -47,6 +47,12 @@ def test_memory_finds_the_person_under_another_spelling_and_keeps_exact_names(me
     assert [h.node_id for h in memory.search.search_node("What does Maria teach?", kinds=["person"])] == [maria]
     assert memory.search.respelled("Where does Catrin work?") == "Where does Katrin work?"
     assert memory.search.respelled("Where does Mario work?") == "Where does Mario work?"
+    # search_clip embeds the query as asked and as memory spells it
+    assert memory.search.query_variants("Where does Catrin work?") == [
+        "Where does Catrin work?",
+        "Where does Katrin work?",
+    ]
+    assert [c.clip_index for c in memory.search.search_clip("What does Catrin repair?", 1, 0.0)] == [0]
 
 
 def test_the_answer_uses_the_askers_spelling(memory):
