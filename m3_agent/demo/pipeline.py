@@ -54,20 +54,18 @@ def run_demo(
     out.mkdir(parents=True, exist_ok=True)
     episode_id = "demo_home_01"
 
+    stop_check()
     if not all((out / name).exists() for name in EPISODE_FILES):
-        stop_check()
         _say("1/5 generating the demo episode (Festival / espeak-ng voices, real photographs)")
         generate(out, cache_dir=out / ".voice_cache")
     else:
-        stop_check()
         _say("1/5 demo episode already generated")
     bag = out / "bag"
+    stop_check()
     if not bag.exists():
-        stop_check()
         _say("2/5 recording it into a rosbag2 (MCAP)")
         convert(out / "episode.mp4", bag, ConversionOptions())
     else:
-        stop_check()
         _say("2/5 recording already made")
     stop_check()
     _say("3/5 replaying the recording through perception and memory")

@@ -29,6 +29,7 @@ import re
 
 from m3_control.memory_client import Memory
 from m3_control.names import ANSWER_ID_RE, NOT_NAMES, UNNAMED, names_from, with_names
+from m3_memory.graph.name_spellings import CAPITALISED_RE
 
 NOTHING_YET = "I don't know: my memory holds nothing about that yet."
 NOT_SUPPORTED = "I don't know: nothing in my memory says that."
@@ -40,7 +41,6 @@ PERSON_QUESTION_RE = re.compile(
     r"which (?:person|people|one|man|woman|men|women|guest|guests|of (?:them|us|you)))\b",
     re.I,
 )
-CAPITALISED_RE = re.compile(r"\b([A-Z][a-z]+(?:-[A-Z][a-z]+)?)('s)?\b")
 SENTENCE_START_RE = re.compile(r"(?:^|[.!?:;\"]\s*)$")
 
 STOP = set(

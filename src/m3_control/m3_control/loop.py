@@ -10,6 +10,7 @@ steps are validated against the skill vocabulary and the instruction (skills.val
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import time
@@ -172,8 +173,8 @@ def _in_asker_spelling(state: LoopState, clips: list[Clip], nodes: list[Memory])
     """The retrieved memories, and the names learnt, with each name the instruction spells differently
     from memory written the instruction's way (names.asker_spellings: an answer about "Yusuf" that memory
     heard as "Yosuf" says "Yusuf")."""
-    texts = [m.text for clip in clips for m in clip.memories] + [m.text for m in nodes]
-    words = {w for text in texts for w in CAPITALISED_RE.findall(text)} | set(state.names.values())
+    texts = itertools.chain((m.text for clip in clips for m in clip.memories), (m.text for m in nodes))
+    words = itertools.chain(state.names.values(), (w for text in texts for w in CAPITALISED_RE.findall(text)))
     state.spellings.update(asker_spellings(state.instruction, words, (state.people or {}).values()))
     if not state.spellings:
         return clips, nodes

@@ -79,7 +79,7 @@ def asker_spellings(instruction: str, memory_words: Iterable[str], people: Itera
         if m.group(1).lower() not in NOT_NAMES and m.group(1).lower() not in known
     }
     if not asked:
-        return {}
+        return {}  # memory_words (lazy in the loop) are not read
     words = {w for w in memory_words if w not in asked}
     return {w: q for w in words if (q := spelling_in(w, asked))}
 

@@ -107,11 +107,11 @@ class MemorySearch:
             return query
         return CAPITALISED_RE.sub(lambda m: spelling_in(m.group(1), names) or m.group(1), query)
 
-    def query_variants(self, query: str) -> list[str]:
-        """The query (and, when it spells a person's name differently from memory, the query respelled),
-        with each entity tag replaced by each id of its person (reference semantics: <person_2> becomes
-        <face_1> / <voice_3> / ...), capped at MAX_VARIANTS."""
-        respelled = self.respelled(query)
+    def query_variants(self, query: str, respelled: str | None = None) -> list[str]:
+        """The query (and, when it spells a person's name differently from memory, the query respelled:
+        `respelled`, computed when not given), with each entity tag replaced by each id of its person
+        (reference semantics: <person_2> becomes <face_1> / <voice_3> / ...), capped at MAX_VARIANTS."""
+        respelled = self.respelled(query) if respelled is None else respelled
         if respelled != query:
             return self._tag_variants(query)[: MAX_VARIANTS // 2] + self._tag_variants(respelled)[: MAX_VARIANTS // 2]
         return self._tag_variants(query)
@@ -196,16 +196,17 @@ class MemorySearch:
                 voice_embedding, KIND_VOICE, errors.INVALID_AUDIO, top_k, before_clip, before_stamp_ns
             )
         if query:
+            respelled = self.respelled(query)  # once, for the text variants and the names
             text_kinds = wanted & set(TEXT_KINDS)
             if text_kinds:
-                vectors = self.embedder.embed(self.query_variants(query))
+                vectors = self.embedder.embed(self.query_variants(query, respelled))
                 with self.graph.lock:
                     if scope.local:
                         local = self._text_hits(vectors, top_k, text_kinds, before_clip, before_stamp_ns)
                         hits += [self._hit(self.graph.text[node_id], score) for node_id, score in local]
                 hits += self.fleet.node_hits(scope, vectors, top_k, text_kinds, before_clip, before_stamp_ns)
             if wanted & set(ENTITY_KINDS):
-                hits += self._entities_named(query, wanted, before_clip, before_stamp_ns)
+                hits += self._entities_named(respelled, wanted, before_clip, before_stamp_ns)
         if kinds:
             hits = [h for h in hits if h.kind in wanted]
         hits.sort(key=lambda h: -h.score)
@@ -244,8 +245,7 @@ class MemorySearch:
             return [self._entity_hit(f"{kind}_{label}", score) for label, score in found]
 
     def _entities_named(self, query: str, wanted: set[str], before_clip: int, before_stamp_ns: int) -> list[SearchHit]:
-        """Entities whose id or learnt name the text query mentions, in memory's spelling (score 1)."""
-        query = self.respelled(query)
+        """Entities whose id or learnt name the text query (respelled: in memory's spelling) mentions (score 1)."""
         words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]*|(?:face|voice|person)_\d+", query)}
         graph = self.graph
         with graph.lock:
