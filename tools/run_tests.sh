@@ -20,7 +20,9 @@ for dir in ${M3_TEST_DIRS:-test src/m3_runtime/test src/m3_perception/test src/m
   code=${PIPESTATUS[0]}
   # exit 5 = nothing collected (e.g. a -k filter that selects nothing here): not a failure
   [ "$code" -eq 0 ] || [ "$code" -eq 5 ] || status=1
-  summary=$(tail -n 1 "$log")
+  # pytest's closing "=== N passed, ... in Ts ===" line: not simply the last line, which can be a
+  # warning Python prints at exit (an unawaited coroutine collected after the summary)
+  summary=$(grep -E "^(=+ )?[0-9]+ [a-z]+.* in [0-9.]+s" "$log" | tail -n 1)
   for kind in passed failed skipped; do
     n=$(grep -oE "[0-9]+ $kind" <<<"$summary" | grep -oE "[0-9]+" || echo 0)
     eval "$kind=\$(( $kind + ${n:-0} ))"
