@@ -110,6 +110,10 @@ PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
         "",
         _text("whose memories searches cover: '' = every robot sharing the memory (a fleet's), else that robot's"),
     ),
+    "utc_offset_s": (
+        0,
+        _int("the askers' offset from UTC, for the day boundaries of 'this morning', 'yesterday' [s]", -50400, 50400),
+    ),
     "memory_timeout_s": (5.0, _float("seconds to wait for a memory service, then MEMORY_UNAVAILABLE", 0.1, 600.0)),
     "goal_policy": ("queue", _text("concurrent goals: queue, reject or preempt (may change at run time)", False)),
     "action_queue_depth": (
@@ -177,6 +181,7 @@ class ControlNode(ManagedNode):
             max_instruction_chars=p["max_instruction_chars"],
             reasks=p["reasks"],
             robot_id=p["search_robot_id"] and check_robot_id(p["search_robot_id"]),  # a bad id fails configure
+            utc_offset_s=p["utc_offset_s"],
         )
         self.default_max_rounds = p["default_max_rounds"]
         if self._injected_memory is None:
@@ -315,6 +320,8 @@ class ControlNode(ManagedNode):
             max_rounds=goal.max_rounds or self.default_max_rounds,
             before_clip=goal.before_clip,
             before_stamp_ns=before_stamp_ns,
+            # relative times ("this morning") count from the as-of time, else from now (sim time in a replay)
+            asked_ns=before_stamp_ns or self.get_clock().now().nanoseconds,
             **{**self.loop_config, **({"robot_id": goal.robot_id} if goal.robot_id else {})},
         )
 

@@ -89,12 +89,13 @@ class DirectMemoryClient:
         conversation_id: str = "",
         before_stamp_ns: int = 0,
         robot_id: str = "",
+        after_ns: int = 0,
     ) -> list[Clip]:
         search = self._search()
         try:
             records = search.search_clip(
                 query, int(top_k), float(threshold), int(before_clip), conversation_id, max(0, int(before_stamp_ns)),
-                robot_id=robot_id,
+                robot_id=robot_id, where=search.where(int(after_ns)),
             )  # fmt: skip
         except Exception as error:  # every failure becomes the service's error mapping
             raise self._mapped("search_clip", error) from error
@@ -117,12 +118,14 @@ class DirectMemoryClient:
         before_clip: int = -1,
         before_stamp_ns: int = 0,
         robot_id: str = "",
+        after_ns: int = 0,
     ) -> list[Memory]:
         search = self._search()
         try:
             hits = search.search_node(
-                query, list(kinds), int(top_k), int(before_clip), max(0, int(before_stamp_ns)), robot_id=robot_id
-            )
+                query, list(kinds), int(top_k), int(before_clip), max(0, int(before_stamp_ns)), robot_id=robot_id,
+                where=search.where(int(after_ns)),
+            )  # fmt: skip
         except Exception as error:  # every failure becomes the service's error mapping
             raise self._mapped("search_node", error) from error
         return [memory_of(hit) for hit in hits]

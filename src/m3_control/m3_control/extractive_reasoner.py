@@ -284,9 +284,9 @@ class ExtractiveReasoner:
     def ranked_scores(self, state: LoopState) -> list[Scored]:
         names = names_from(state.evidence)
         candidates = [m for m in state.evidence if not is_bookkeeping(m)]
-        scored = [self.score(state.instruction, m, names) for m in candidates]
+        scored = [self.score(state.asked, m, names) for m in candidates]
         # A command needs to know where things are: among equals, prefer memories that name a place.
-        command = not is_question(state.instruction)
+        command = not is_question(state.asked)
         scored.sort(
             key=lambda s: (
                 -round(s.coverage, 6),
@@ -305,15 +305,15 @@ class ExtractiveReasoner:
     def decide(self, state: LoopState) -> Search | Answer:
         ranked = self.ranked_scores(state)
         best = ranked[0].coverage if ranked else 0.0
-        lookup = id_lookup(state.instruction)
+        lookup = id_lookup(state.asked)
         if lookup and not state.must_answer:
             found = self.id_answer(lookup, state)
             if found:
                 return found
         done = {s.lower() for s in state.queries}
-        remaining = [q for q in self.queries(state.instruction, state.evidence) if q.lower() not in done]
+        remaining = [q for q in self.queries(state.asked, state.evidence) if q.lower() not in done]
         # the people named are searched before answering: their names decide which memories are theirs
-        named = [n for n in person_names(state.instruction) if n.lower() not in done]
+        named = [n for n in person_names(state.asked) if n.lower() not in done]
         if best >= self.config.strong and not lookup and not named and not any(q.startswith("<") for q in remaining):
             return self.answer(state, ranked)
         if remaining and not state.must_answer:
@@ -344,9 +344,9 @@ class ExtractiveReasoner:
         best = ranked[0]
         parts = [best]
         # what the best memory misses; the people named only pick memories, they are not what is asked
-        named = {_stem(n) for n in person_names(state.instruction)}
-        missing = question_words(state.instruction) - best.touched - named
-        need_kind = bool(answer_kind(state.instruction)) and not best.kind
+        named = {_stem(n) for n in person_names(state.asked)}
+        missing = question_words(state.asked) - best.touched - named
+        need_kind = bool(answer_kind(state.asked)) and not best.kind
         if missing or need_kind:
             extra = self.complement(ranked[1:], best, missing, need_kind)
             if extra is not None:
@@ -356,7 +356,7 @@ class ExtractiveReasoner:
         for part in parts[1:]:
             if part.memory.node_id not in support:
                 support.append(part.memory.node_id)
-        plan = () if is_question(state.instruction) else self.plan(state.instruction, best.memory)
+        plan = () if is_question(state.asked) else self.plan(state.asked, best.memory)
         return Answer(text=text, plan=plan, evidence_ids=tuple(support))
 
     def complement(self, others: list[Scored], best: Scored, missing: set, need_kind: bool) -> Scored | None:

@@ -37,6 +37,7 @@ from m3_control.memory_client import (
 )
 from m3_control.names import ANSWER_ID_RE, UNNAMED, asker_spellings, names_from, respelt
 from m3_control.reasoner import Answer, LoopState, Reasoner, ReasonerError, Search
+from m3_control.relative_times import search_window, without_phrase
 from m3_control.skills import Skill, SkillError, Step, unnamed_objects, validate_plan
 from m3_memory.graph.name_spellings import CAPITALISED_RE
 
@@ -73,6 +74,8 @@ class LoopConfig:
     max_instruction_chars: int = 2000
     reasks: int = 2  # re-asks per round for an invalid plan or a search in the last round
     robot_id: str = ""  # whose memories to search: "" = every robot sharing the memory (a fleet's)
+    asked_ns: int = 0  # the question's time on the stream clock, for its relative times ("this morning"); 0 = none
+    utc_offset_s: int = 0  # the asker's offset from UTC, for day boundaries [s]
 
 
 @dataclass(frozen=True)
@@ -221,8 +224,15 @@ def run_loop(
         return LoopResult(INVALID_GOAL, error_message=f"max_rounds {config.max_rounds} outside 1..20")
 
     conversation_id = uuid.uuid4().hex
+    # a relative time in the question ("this morning") narrows every search to its window (relative_times.py)
+    after_ns, before_ns, phrase = search_window(
+        instruction, config.asked_ns, config.before_stamp_ns, config.utc_offset_s
+    )
+    window = {"after_ns": after_ns} if after_ns else {}
     stop = should_stop or (lambda: None)
-    state = LoopState(instruction=instruction, round=0, max_rounds=config.max_rounds, should_stop=stop)
+    state = LoopState(
+        instruction=instruction, round=0, max_rounds=config.max_rounds, should_stop=stop, time_phrase=phrase
+    )
     # A back-end may word the knowledge turn and the last-round note for its model (openai: compact mode, JSON).
     render_knowledge = getattr(reasoner, "knowledge_message", None)
     last_round = getattr(reasoner, "last_round_note", LAST_ROUND)
@@ -341,13 +351,14 @@ def run_loop(
                 threshold = config.threshold if decision.threshold is None else decision.threshold
                 scope = {"robot_id": config.robot_id} if config.robot_id else {}  # "": each client's default
                 clips = memory.search_clip(
-                    query, top_k, threshold, config.before_clip, conversation_id, config.before_stamp_ns, **scope
-                )
+                    without_phrase(query, phrase), top_k, threshold, config.before_clip, conversation_id, before_ns,
+                    **scope, **window,
+                )  # fmt: skip
                 nodes = []
                 node_top_k = decision.node_top_k or (config.node_top_k if asks_for_id(query) else 0)
                 if node_top_k:
                     nodes = memory.search_node(
-                        query, (), node_top_k, config.before_clip, config.before_stamp_ns, **scope
+                        without_phrase(query, phrase), (), node_top_k, config.before_clip, before_ns, **scope, **window
                     )
             except MemoryUnavailable as error:
                 result.code, result.error_message = MEMORY_UNAVAILABLE, str(error)

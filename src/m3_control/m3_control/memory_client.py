@@ -63,9 +63,11 @@ class MemoryClient(Protocol):
         conversation_id: str = "",
         before_stamp_ns: int = 0,
         robot_id: str = "",
+        after_ns: int = 0,
     ) -> list[Clip]:
         """Clips whose best memory scores >= threshold, best first; raises MemoryUnavailable.
-        robot_id: whose memories ("" = every robot sharing the memory: a fleet's)."""
+        robot_id: whose memories ("" = every robot sharing the memory: a fleet's); after_ns with
+        before_stamp_ns: a time window (memories that ended at or after after_ns; 0 = none)."""
         ...
 
     def search_node(
@@ -76,8 +78,9 @@ class MemoryClient(Protocol):
         before_clip: int = -1,
         before_stamp_ns: int = 0,
         robot_id: str = "",
+        after_ns: int = 0,
     ) -> list[Memory]:
-        """Memory nodes nearest to the query, best first; raises MemoryUnavailable."""
+        """Memory nodes nearest to the query, best first (after_ns: as for search_clip); raises MemoryUnavailable."""
         ...
 
 

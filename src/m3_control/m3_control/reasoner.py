@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from m3_control.memory_client import Memory
+from m3_control.relative_times import without_phrase
 
 MODEL_UNREACHABLE = "MODEL_UNREACHABLE"
 MODEL_ERROR = "MODEL_ERROR"
@@ -61,10 +62,17 @@ class LoopState:
     unnamed: set[str] = field(default_factory=set)  # ids looked up that memory knows no name for
     people: dict[str, str] | None = None  # every named person of memory (looked up at the first search)
     spellings: dict[str, str] = field(default_factory=dict)  # memory's spelling -> the instruction's (names)
+    time_phrase: str = ""  # the instruction's relative time that every search's time window stands for
     # why the previous answer was sent back: "plan" (rejected) or "text" (it does not name what its valid
     # plan picks, or names a person the evidence does not: the plan is kept and only the text is asked
     # for again); "" when it was not
     reask: str = ""
+
+    @property
+    def asked(self) -> str:
+        """What the instruction asks, without the time phrase the searches keep to ("this morning"): its
+        words are not what a memory from then says."""
+        return without_phrase(self.instruction, self.time_phrase)
 
     @property
     def must_answer(self) -> bool:

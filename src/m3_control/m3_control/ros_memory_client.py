@@ -75,8 +75,9 @@ class RosMemoryClient:
         raise memory_error(client.srv_name, response.error_code, response.error_message, QUERY_ERRORS)
 
     def search_clip(
-        self, query, top_k=2, threshold=0.5, before_clip=-1, conversation_id="", before_stamp_ns=0, robot_id=""
-    ) -> list[Clip]:
+        self, query, top_k=2, threshold=0.5, before_clip=-1, conversation_id="", before_stamp_ns=0, robot_id="",
+        after_ns=0,
+    ) -> list[Clip]:  # fmt: skip
         request = SearchClip.Request(
             query=query,
             top_k=top_k,
@@ -85,12 +86,15 @@ class RosMemoryClient:
             conversation_id=conversation_id,
             before_stamp=to_time(before_stamp_ns),
             robot_id=robot_id,
+            after_stamp=to_time(after_ns),
         )
         response = self._call(self.search_clip_client, request)
         self._check(self.search_clip_client, response)
         return [clip_from_msg(c) for c in response.clips]
 
-    def search_node(self, query, kinds=(), top_k=20, before_clip=-1, before_stamp_ns=0, robot_id="") -> list[Memory]:
+    def search_node(
+        self, query, kinds=(), top_k=20, before_clip=-1, before_stamp_ns=0, robot_id="", after_ns=0
+    ) -> list[Memory]:
         request = SearchNode.Request(
             query=query,
             kinds=list(kinds),
@@ -98,6 +102,7 @@ class RosMemoryClient:
             before_clip=before_clip,
             before_stamp=to_time(before_stamp_ns),
             robot_id=robot_id,
+            after_stamp=to_time(after_ns),
         )
         response = self._call(self.search_node_client, request)
         self._check(self.search_node_client, response)

@@ -9,6 +9,7 @@ from typing import Any
 from m3_memory.clip_window import ClipWindows
 from m3_memory.graph.memory_graph import GraphConfig
 from m3_memory.memory import Memory
+from m3_memory.place.regions import Regions, RegionsError
 from m3_memory.robot_ids import check_robot_id
 from m3_memory.search.api import SearchConfig
 from m3_memory.store.sqlite_store import MemoryStore
@@ -97,14 +98,36 @@ def make_embedder(p: Mapping[str, Any]):
     )
 
 
-def open_memory(p: Mapping[str, Any], embedder=None, memorizer=None) -> Memory:
+def load_regions(p: Mapping[str, Any]) -> Regions:
+    """The named regions (regions_file; none when empty), after checking pose_type: RegionsError or ValueError
+    for a bad file or setting, before the store is touched."""
+    from m3_memory.pose_input import check_pose_type
+
+    check_pose_type(p["pose_type"])
+    path = str(p["regions_file"]).strip()
+    regions = Regions.load(os.path.expanduser(path)) if path else Regions.empty(p["pose_frame_id"])
+    if regions.frame_id != p["pose_frame_id"]:
+        raise RegionsError(
+            f"regions file {path} is in frame {regions.frame_id!r}, but pose_frame_id is {p['pose_frame_id']!r}"
+        )
+    return regions
+
+
+def open_memory(p: Mapping[str, Any], embedder=None, memorizer=None, regions: Regions | None = None) -> Memory:
     """Open the back-end (memory_backend) and the embedder: the SQLite store first (a bad store is
     reported before models load); Milvus after the embedder (its collections need the dimension).
 
-    memorizer: one built already with make_memorizer (a bad memorizer setting should fail before
-    the store is touched); None builds it here.
+    memorizer, regions: built already with make_memorizer and load_regions (a bad setting should fail before
+    the store is touched); None builds them here.
     """
     memorizer = memorizer if memorizer is not None else make_memorizer(p)
+    regions = regions if regions is not None else load_regions(p)
+    memory = _open_memory(p, embedder, memorizer)
+    memory.graph.regions = regions
+    return memory
+
+
+def _open_memory(p: Mapping[str, Any], embedder, memorizer) -> Memory:
     if p["memory_backend"] == "milvus":
         from m3_memory.milvus.backend import MilvusBackend
 

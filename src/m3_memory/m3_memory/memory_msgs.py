@@ -5,11 +5,13 @@ from __future__ import annotations
 from builtin_interfaces.msg import Time
 
 from m3_interfaces.msg import ClipMemory, MemoryItem
+from m3_interfaces.msg import Place as PlaceMsg
 from m3_memory import errors
 from m3_memory.errors import MemoryApiError
-from m3_memory.graph.records import ClipRecord, TextNode
-from m3_memory.search.api import SearchHit
+from m3_memory.graph.records import ClipRecord, Place, TextNode
+from m3_memory.search.api import MemorySearch, SearchHit
 from m3_memory.search.as_of import AsOfError, stamp_ns
+from m3_memory.search.where import Where
 
 NS = 1_000_000_000
 
@@ -43,7 +45,24 @@ def item_msg(node: TextNode | SearchHit, score: float = 0.0, robot_id: str = "")
         weight=float(node.weight),
         score=float(getattr(node, "score", score) if isinstance(node, SearchHit) else score),
         robot_id=node.robot_id if isinstance(node, SearchHit) else robot_id,
+        place=place_msg(node.place),
     )
+
+
+def place_msg(place: Place | None) -> PlaceMsg:
+    if place is None:
+        return PlaceMsg()
+    return PlaceMsg(known=True, frame_id=place.frame_id, x=place.x, y=place.y, yaw=place.yaw, region=place.region)
+
+
+def request_where(search: MemorySearch, request) -> Where:
+    """A SearchNode / SearchClip request's time and place window (after_stamp, place), checked."""
+    f, stamp = request.place, request.after_stamp
+    try:
+        after_ns = stamp_ns(int(stamp.sec), int(stamp.nanosec))
+    except AsOfError as error:
+        raise MemoryApiError(errors.INVALID_ARGUMENT, str(error).replace("before_stamp", "after_stamp")) from None
+    return search.where(after_ns, f.region, f.x, f.y, f.radius_m)
 
 
 def clip_msg(record: ClipRecord) -> ClipMemory:

@@ -1,17 +1,18 @@
 """ROS 2 adapter of the memory: parameters, QoS, message <-> dataclass conversions; no memory logic here.
 
 Subscribes /m3/faces, /m3/voices, /m3/entity_matches, /m3/identities/voice_updates (revisions of
-voices, applied to the clip not yet stored: m3_memory.clip_window) and optionally a camera topic for
-keyframes, groups evidence into clip windows on the stream clock (closed by later evidence, by the stream clock, and
-when the stream stops: m3_memory.clip_window), stores each closed clip (one transaction) and
-publishes it on /m3/memory/clips; serves /m3/memory/{search_node,search_clip,get_entity,get_names,get_stats}.
+voices, applied to the clip not yet stored: m3_memory.clip_window), optionally a camera topic for
+keyframes and the robot's pose topic (each clip keeps its path, each memory its place: m3_memory.pose_input),
+groups evidence into clip windows on the stream clock (closed by later evidence, by the stream clock, and when
+the stream stops: m3_memory.clip_window), stores each closed clip (one transaction) and
+publishes it on /m3/memory/clips; serves /m3/memory/{search_node,search_clip,get_entity,get_names,get_stats}
+(m3_memory.memory_services).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-import traceback
 from collections.abc import Callable
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
@@ -19,20 +20,21 @@ from rclpy.clock import Clock, ClockType
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rosgraph_msgs.msg import Clock as ClockMsg
 
-from m3_interfaces.msg import ClipMemory, Entity, EntityMatch, FaceTracks, IdentityUpdate, VoiceSegment
+from m3_interfaces.msg import ClipMemory, EntityMatch, FaceTracks, IdentityUpdate, VoiceSegment
 from m3_interfaces.srv import GetEntity, GetNames, GetStats, SearchClip, SearchNode
-from m3_memory import errors
-from m3_memory.assembly import clip_ingester, clip_windows, make_memorizer, memory_location, open_memory
+from m3_memory.assembly import clip_ingester, clip_windows, load_regions, make_memorizer, memory_location, open_memory
 from m3_memory.clip_window import ClipCloser, ClipWindows
-from m3_memory.errors import MemoryApiError, ModelMissingError, StoreError
+from m3_memory.errors import ModelMissingError, StoreError
 from m3_memory.evidence_msgs import face_evidence, match_evidence, voice_evidence, voice_revision
 from m3_memory.graph.records import ClipRecord
 from m3_memory.graph.tags import kind_of
 from m3_memory.hri_output import HriPersonsOutput
 from m3_memory.ingest_worker import ClipIngester
 from m3_memory.memory import Memory
-from m3_memory.memory_msgs import clip_msg, item_msg, request_stamp_ns, to_ns, to_time
+from m3_memory.memory_msgs import clip_msg, to_ns, to_time
+from m3_memory.memory_services import MemoryServicesMixin
 from m3_memory.node_parameters import PARAMETERS
+from m3_memory.pose_input import PoseInput
 from m3_memory.robot_ids import check_robot_id
 from m3_memory.search.query_encoders import QueryEncoders
 from m3_runtime.managed_node import ManagedNode, run_node
@@ -43,7 +45,7 @@ NODE_NAME = "memory_node"
 TICK_S = 0.5  # how often the stream clock and the idle time are looked at (steady time) [s]
 
 
-class MemoryNode(ManagedNode):
+class MemoryNode(MemoryServicesMixin, ManagedNode):
     """Thin adapter around m3_memory.memory.Memory; a managed node (m3_runtime.managed_node): the store
     opens on configure, evidence and services go live on activate, the store closes on cleanup."""
 
@@ -61,6 +63,7 @@ class MemoryNode(ManagedNode):
         self.late_corrections = 0  # voice corrections of utterances stored already (reported, not applied)
         self.clips_stored = 0
         self.windows: ClipWindows | None = None
+        self.poses: PoseInput | None = None
         self.closer: ClipCloser | None = None
         self._ingest_lock = threading.Lock()
 
@@ -71,8 +74,10 @@ class MemoryNode(ManagedNode):
         self.store_error = ""
         self.encoders = QueryEncoders(max_image_pixels=p["max_image_pixels"], max_audio_s=p["max_query_audio_s"])
         memorizer = make_memorizer(p)  # a bad memorizer setting fails configure
+        regions = load_regions(p)  # so does a bad regions file or pose_type
+        self.poses = PoseInput(self, p["pose_topic"], p["pose_type"], p["pose_frame_id"]) if p["pose_topic"] else None
         try:
-            self.memory = open_memory(p, self.embedder, memorizer)
+            self.memory = open_memory(p, self.embedder, memorizer, regions)
         except (StoreError, ValueError, ModelMissingError) as error:
             # The node still configures so callers get STORE_UNAVAILABLE with the reason instead of silence.
             self.store_error = f"memory store {self.memory_dir} unavailable: {error}"
@@ -113,6 +118,8 @@ class MemoryNode(ManagedNode):
         inputs.append((ClockMsg, "m3/perception/processed_until", self._on_progress))
         for msg_type, topic, callback in inputs:
             self.live(self.create_subscription(msg_type, topic, callback, evidence_qos, callback_group=ingest_group))
+        if self.poses is not None:
+            self.live(self.poses.subscribe(ingest_group))
         keyframe_topic = self.get_parameter("keyframe_topic").value
         if keyframe_topic:
             from sensor_msgs.msg import Image
@@ -217,6 +224,8 @@ class MemoryNode(ManagedNode):
     def _store(self, clips) -> None:
         """Hand closed clips to the memorizer worker (blocks only while its backlog is full)."""
         for clip in clips:
+            if self.poses is not None:
+                clip.path = self.poses.path(clip.start_ns, clip.end_ns)
             if self.ingester is None:
                 self.get_logger().error(f"clip {clip.clip_index} not stored: {self.store_error}")
                 continue
@@ -278,115 +287,6 @@ class MemoryNode(ManagedNode):
                 self.memory.close()
             self.memory = None
             self.store_error = "memory store closed (memory node not configured)"
-
-    # -- services -----------------------------------------------------------------------------------
-    def _fail(self, response, error: Exception):
-        if isinstance(error, MemoryApiError):
-            response.error_code, response.error_message = error.code, error.message
-        elif isinstance(error, StoreError):
-            response.error_code, response.error_message = errors.STORE_UNAVAILABLE, str(error)
-        else:
-            response.error_code, response.error_message = errors.INTERNAL_ERROR, f"{type(error).__name__}: {error}"
-            self.get_logger().error(f"service failure: {traceback.format_exc()}")
-        return response
-
-    def _require_memory(self) -> Memory:
-        if self.memory is None:
-            raise MemoryApiError(errors.STORE_UNAVAILABLE, self.store_error or "memory store not open")
-        return self.memory
-
-    def _search_node(self, request: SearchNode.Request, response: SearchNode.Response) -> SearchNode.Response:
-        try:
-            memory = self._require_memory()
-            face = voice = None
-            if request.image.height > 0 or len(request.image.data) > 0:
-                image = request.image
-                face = self.encoders.face_embedding_from_image(
-                    image.encoding, image.width, image.height, image.step, image.data
-                )
-            if len(request.audio.data) > 0:
-                audio = request.audio
-                voice = self.encoders.voice_embedding_from_audio(
-                    audio.sample_rate, audio.channels, audio.sample_format, audio.data, audio.coding_format
-                )
-            hits = memory.search.search_node(
-                request.query,
-                list(request.kinds),
-                int(request.top_k),
-                int(request.before_clip),
-                request_stamp_ns(request.before_stamp),
-                face_embedding=face,
-                voice_embedding=voice,
-                robot_id=request.robot_id,
-            )
-            response.items = [item_msg(hit) for hit in hits]
-            response.error_code = SearchNode.Response.OK
-        except Exception as error:  # noqa: BLE001 - every failure becomes an error code
-            return self._fail(response, error)
-        return response
-
-    def _search_clip(self, request: SearchClip.Request, response: SearchClip.Response) -> SearchClip.Response:
-        try:
-            memory = self._require_memory()
-            records = memory.search.search_clip(
-                request.query,
-                int(request.top_k),
-                float(request.threshold),
-                int(request.before_clip),
-                request.conversation_id,
-                request_stamp_ns(request.before_stamp),
-                robot_id=request.robot_id,
-            )
-            response.clips = [clip_msg(record) for record in records]
-            response.error_code = SearchClip.Response.OK
-        except Exception as error:  # noqa: BLE001 - every failure becomes an error code
-            return self._fail(response, error)
-        return response
-
-    def _get_entity(self, request: GetEntity.Request, response: GetEntity.Response) -> GetEntity.Response:
-        try:
-            view = self._require_memory().search.get_entity(request.entity_id)
-            response.entity = Entity(
-                entity_id=view.entity_id,
-                kind=view.kind,
-                name=view.name,
-                aliases=view.aliases,
-                member_ids=view.member_ids,
-                observation_count=int(view.observation_count),
-                first_clip=int(view.first_clip),
-                last_clip=int(view.last_clip),
-                first_seen=to_time(view.first_ns),
-                last_seen=to_time(view.last_ns),
-                memory_ids=view.memory_ids,
-                crop_jpeg=view.crop_jpeg,
-            )
-            response.error_code = GetEntity.Response.OK
-        except Exception as error:  # noqa: BLE001 - every failure becomes an error code
-            return self._fail(response, error)
-        return response
-
-    def _get_names(self, request: GetNames.Request, response: GetNames.Response) -> GetNames.Response:
-        try:
-            names = self._require_memory().search.get_names(list(request.entity_ids), bool(request.people))
-            response.entity_ids, response.names = list(names), list(names.values())
-            response.error_code = GetNames.Response.OK
-        except Exception as error:  # noqa: BLE001 - every failure becomes an error code
-            return self._fail(response, error)
-        return response
-
-    def _get_stats(self, request: GetStats.Request, response: GetStats.Response) -> GetStats.Response:
-        try:
-            stats = self._require_memory().search.get_stats()
-            for name in (
-                "clips", "last_clip_index", "episodic", "semantic", "faces", "voices", "persons", "index_size",
-                "disk_bytes", "schema_version", "memory_dir",
-            ):  # fmt: skip
-                setattr(response, name, getattr(stats, name))
-            response.error_code = GetStats.Response.OK
-        except Exception as error:  # noqa: BLE001 - every failure becomes an error code
-            response.memory_dir = self.memory_dir
-            return self._fail(response, error)
-        return response
 
 
 def main(args: list[str] | None = None) -> None:

@@ -124,6 +124,16 @@ PARAMETERS = {
         "auto",
         _text("REP-155 /humans/persons/... output: 'auto' (when hri_msgs is installed), 'enabled' or 'disabled'"),
     ),
+    "pose_topic": (
+        "",
+        _text("the robot's pose on the stream clock (e.g. /amcl_pose, /odom); empty = memories have no place"),
+    ),
+    "pose_type": (
+        "pose_with_covariance_stamped",
+        _text("message type of pose_topic: pose_stamped, pose_with_covariance_stamped or odometry"),
+    ),
+    "pose_frame_id": ("map", _text("frame poses must be in (others are dropped, with a warning); regions use it")),
+    "regions_file": ("", _text("YAML file of named regions in pose_frame_id (m3_memory.place.regions); empty = none")),
     "max_stamp_jump_s": (
         3600.0,
         _float("evidence stamped further than this from the stream's time is dropped [s]", 1.0, 1.0e9),

@@ -15,7 +15,7 @@ from reference_pickles import malformed_pickles, write_reference_pickle
 from store_damage import CLIPS, NAMES, build_store, digest, flip_leaf
 
 from m3_memory.memory import Memory
-from m3_memory.store.sqlite_store import DB_FILE
+from m3_memory.store.sqlite_store import DB_FILE, SCHEMA_VERSION
 
 
 def m3_memory(*args: str) -> tuple[int, dict | None, str]:
@@ -53,7 +53,7 @@ def test_check_and_stats_of_a_healthy_store(store):
     rc, stats, _ = m3_memory("stats", store)
     assert rc == 0
     assert (stats["clips"], stats["faces"], stats["voices"], stats["persons"]) == (CLIPS, 3, 3, 3)
-    assert stats["episodic"] == 2 * CLIPS and stats["schema_version"] == 1
+    assert stats["episodic"] == 2 * CLIPS and stats["schema_version"] == SCHEMA_VERSION
     assert sorted(stats["names"].values()) == sorted(NAMES)
 
 

@@ -15,6 +15,7 @@ from typing import Protocol
 import numpy as np
 
 from m3_memory.graph.records import EntityRecord, TextNode
+from m3_memory.place.poses import PoseSample
 from m3_memory.store.ann_index import CosineIndex
 
 
@@ -77,7 +78,10 @@ class StoreWriter(Protocol):
         (records already pointing at keep) are given so a back-end need not look them up."""
 
     def add_text_nodes(self, nodes: list[TextNode], vectors: np.ndarray) -> None:
-        """New memories (row i of vectors is nodes[i]'s embedding) with their entity edges."""
+        """New memories (row i of vectors is nodes[i]'s embedding) with their entity edges and places."""
+
+    def add_clip_path(self, clip_index: int, path: list[PoseSample]) -> None:
+        """The robot's path through a new clip (stamp order; downsampled by the graph)."""
 
     def set_weight(self, node: TextNode) -> None:
         """Store node.weight as it is now."""
@@ -113,6 +117,9 @@ class MemoryBackend(Protocol):
         """Write what waits for an unreachable storage (Milvus' on-disk buffer); how many clips."""
 
     def entity_crop(self, entity_id: str) -> bytes: ...
+
+    def clip_path(self, clip_index: int) -> list[PoseSample]:
+        """A stored clip's path, stamp order; [] when it has none (no pose topic then)."""
 
     @property
     def schema_version(self) -> int: ...

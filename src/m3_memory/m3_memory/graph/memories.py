@@ -11,15 +11,19 @@ import time
 import numpy as np
 
 from m3_memory.graph.backend import StoreWriter
-from m3_memory.graph.records import KIND_EPISODIC, KIND_SEMANTIC, ClipEvidence, MemoryDraft, TextNode
+from m3_memory.graph.records import KIND_EPISODIC, KIND_SEMANTIC, ClipEvidence, MemoryDraft, Place, TextNode
 from m3_memory.graph.tags import kind_of, seq_of, tags_in
 
 
 class MemoriesMixin:
     """Adding, reinforcing and weakening text memories; see the module docstring."""
 
-    def _add_memory(self, writer: StoreWriter, draft: MemoryDraft, vector: np.ndarray, clip_index: int, outcome):
-        """Insert a memory; a semantic memory close to one about the same entities reinforces it instead."""
+    def _add_memory(
+        self, writer: StoreWriter, draft: MemoryDraft, vector: np.ndarray, clip_index: int, outcome,
+        place: Place | None = None,
+    ):  # fmt: skip
+        """Insert a memory (at place: where the robot was); a semantic memory close to one about the same
+        entities reinforces it instead."""
         entity_ids = [e for e in tags_in(draft.text) if self.resolve(e) in self.entities]
         if draft.kind == KIND_EPISODIC:
             for node_id in self.clips[clip_index]["episodic"]:
@@ -56,7 +60,7 @@ class MemoriesMixin:
         seq = writer.next_id("text")
         node = TextNode(
             f"{draft.kind}_{seq}", seq, draft.kind, draft.text, clip_index, draft.start_ns, draft.end_ns, 1.0,
-            entity_ids,
+            entity_ids, place,
         )  # fmt: skip
         writer.add_text_nodes([node], vector[None, :])
         self._cache_text(node)

@@ -29,15 +29,20 @@ from m3_memory.graph.records import (
     ClipEvidence,
     EntityRecord,
     MemoryDraft,
+    Place,
     TextNode,
 )
 from m3_memory.graph.tags import kind_of, seq_of
+from m3_memory.place.poses import NS_PER_S, PoseSample, downsample, pose_on
+from m3_memory.place.regions import Regions
 from m3_memory.store.ann_index import CosineIndex
 from m3_memory.store.sqlite_store import MemoryStore
 
 __all__ = ["DEGRADED_PREFIX", "ClipOutcome", "GraphConfig", "MemorizerOutput", "MemoryGraph", "usable_embedding"]
 
 DEGRADED_PREFIX = "degraded_clip_"  # meta key of a clip a fallback memorizer wrote; its value says why
+MAX_PATH_SAMPLES = 32  # a clip's stored path: enough for a map of the robot's way, bounded per clip
+PLACE_TOLERANCE_NS = 2 * NS_PER_S  # a memory's time may lie this far outside the clip's path and still get its end
 
 
 @dataclass
@@ -96,6 +101,7 @@ class MemoryGraph(PeopleMixin, MemoriesMixin):
         self.session_map: dict[str, str] = {}  # perception id -> memory entity id (this run only)
         self.voice_merges_refused = 0  # perception voice merges of two persons who each have a face
         self.reload_needed = False
+        self.regions = Regions.empty()  # named places memories are labelled with (Memory sets the node's file)
         self._load()
 
     # -- loading --------------------------------------------------------------------------------
@@ -243,6 +249,15 @@ class MemoryGraph(PeopleMixin, MemoriesMixin):
             out[perception_id] = f"{kind}_{self.backend.entity_number(counters[kind])}"
         return out
 
+    def place_of(self, path: list[PoseSample], draft: MemoryDraft) -> Place | None:
+        """Where the robot was in the middle of what a memory tells, labelled with its region; None
+        without a pose then (no pose topic, or no pose within PLACE_TOLERANCE_NS of that time)."""
+        pose = pose_on(path, (draft.start_ns + draft.end_ns) // 2, PLACE_TOLERANCE_NS)
+        if pose is None:
+            return None
+        region = self.regions.region_of(pose.x, pose.y, pose.frame_id)
+        return Place(pose.frame_id, pose.x, pose.y, pose.yaw, region)
+
     # -- applying one clip ------------------------------------------------------------------------
     def apply_clip(
         self,
@@ -276,6 +291,8 @@ class MemoryGraph(PeopleMixin, MemoriesMixin):
         writer.ensure_text_dim(self.text_dim)
         outcome = ClipOutcome(clip.clip_index)
         writer.add_clip(clip.clip_index, clip.start_ns, clip.end_ns, time.time_ns(), clip.keyframe_jpeg)
+        if clip.path:
+            writer.add_clip_path(clip.clip_index, downsample(clip.path, MAX_PATH_SAMPLES))
         self.clips[clip.clip_index] = {
             "start_ns": clip.start_ns,
             "end_ns": clip.end_ns,
@@ -303,7 +320,7 @@ class MemoryGraph(PeopleMixin, MemoriesMixin):
         for entity_id, name in output.names:
             self._vote_name(writer, entity_id, name)
         for draft, vector in zip(output.drafts, draft_vectors, strict=True):
-            self._add_memory(writer, draft, vector, clip.clip_index, outcome)
+            self._add_memory(writer, draft, vector, clip.clip_index, outcome, self.place_of(clip.path, draft))
         present = sorted({mapped[p] for p in mapped}, key=lambda e: (kind_of(e) or "", seq_of(e)))
         persons = sorted({self.person_of(e) for e in present} - {None}, key=seq_of)
         outcome.entity_ids = present + persons

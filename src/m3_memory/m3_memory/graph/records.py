@@ -20,6 +20,18 @@ ALL_KINDS = TEXT_KINDS + ENTITY_KINDS
 MATCH_UNSET, MATCH_PERSON, MATCH_FACE, MATCH_VOICE = 0, 1, 2, 4
 
 
+@dataclass(frozen=True)
+class Place:
+    """Where a memory happened: the robot's position in a map frame (metres, radians) and the named
+    region it lies in ("" when none); m3_memory.place gives poses and regions."""
+
+    frame_id: str
+    x: float
+    y: float
+    yaw: float = 0.0
+    region: str = ""
+
+
 @dataclass
 class FaceEvidence:
     """One face observation (FaceObservation inside FaceTracks); face_id is the perception id."""
@@ -79,6 +91,8 @@ class ClipEvidence:
     # (merged perception voice id, id it joined): revisions made while the clip was open (VoiceRevision);
     # the memory merges what earlier, stored clips made of the two ids when it stores this clip
     voice_merges: list[tuple[str, str]] = field(default_factory=list)
+    # the robot's path through the clip (m3_memory.place.poses.PoseSample, stamp order); empty = no pose topic
+    path: list = field(default_factory=list)
 
     def is_empty(self) -> bool:
         return not (self.faces or self.voices or self.matches)
@@ -117,6 +131,7 @@ class TextNode:
     end_ns: int
     weight: float
     entity_ids: list[str] = field(default_factory=list)
+    place: Place | None = None  # where the robot was when it happened; None = no pose recorded
 
 
 @dataclass

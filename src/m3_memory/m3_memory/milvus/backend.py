@@ -30,7 +30,7 @@ import numpy as np
 
 from m3_memory.errors import StoreError
 from m3_memory.graph.backend import Snapshot
-from m3_memory.graph.records import EntityRecord, TextNode
+from m3_memory.graph.records import EntityRecord, Place, TextNode
 from m3_memory.milvus.spool import ClipSpool
 from m3_memory.milvus.writer import (
     FLEET_NAMESPACE,
@@ -43,6 +43,7 @@ from m3_memory.milvus.writer import (
     MilvusWriter,
     b64_to_vecs,
 )
+from m3_memory.place.poses import PoseSample
 from m3_memory.store import saved_index
 from m3_memory.store.ann_index import CosineIndex
 
@@ -294,7 +295,7 @@ class MilvusBackend:
 
     def _load(self, text_dim: int) -> Snapshot:
         snap = Snapshot()
-        own = json.dumps(list(PEOPLE_KINDS))
+        own = json.dumps([*PEOPLE_KINDS, "path"])  # clip paths are read one clip at a time (clip_path)
         by_kind = self._records_by_kind(f'key like "{self.robot_id}/%" and kind not in {own}')
         self._people(self._records_by_kind(self._people_expr()), snap)
         self._meta = {name: str(data["value"]) for name, data in by_kind.get("meta", {}).items()}
@@ -308,6 +309,7 @@ class MilvusBackend:
             snap.clips.append(row)
             listed.update(data.get("nodes", []))
         weights = {name: float(data["value"]) for name, data in by_kind.get("weight", {}).items()}
+        places = {name: Place(**data) for name, data in by_kind.get("place", {}).items()}
         expr = f'robot_id == "{self.robot_id}"'
         rows = [r for r in self._iterate(self.text_name, expr, [*TEXT_FIELDS, "vector"]) if r["node_id"] in listed]
         rows.sort(key=lambda r: r["seq"])
@@ -315,7 +317,8 @@ class MilvusBackend:
         for i, row in enumerate(rows):
             values = [row[name] for name in TEXT_FIELDS[:7]]
             weight = weights.get(row["node_id"], 1.0)
-            snap.text_nodes.append(TextNode(*values, weight=weight, entity_ids=list(row["entity_ids"])))
+            place = places.get(row["node_id"])
+            snap.text_nodes.append(TextNode(*values, weight=weight, entity_ids=list(row["entity_ids"]), place=place))
             snap.text_vectors[i] = np.asarray(row["vector"], dtype=np.float32)
         node_clips = sorted(by_kind.get("nodeclip", {}).values(), key=lambda d: d["order"])
         snap.node_clips = [(d["node"], d["clip"]) for d in node_clips if d["delta"] > 0]
@@ -373,6 +376,15 @@ class MilvusBackend:
         except self._errors:
             return b""
         return base64.b64decode(found[0]["data"]["jpeg"]) if found else b""
+
+    def clip_path(self, clip_index: int) -> list[PoseSample]:
+        """A clip's path; StoreError while the server is away."""
+        try:
+            self._check_reachable()
+            found = list(self._iterate(self.records_name, f'key == "{self.key("path", str(clip_index))}"', ["data"]))
+        except self._errors as error:
+            raise StoreError(f"Milvus at {self.config.uri} is unavailable: {error}") from error
+        return [PoseSample(**sample) for sample in found[0]["data"]["samples"]] if found else []
 
     @property
     def schema_version(self) -> int:

@@ -16,6 +16,7 @@ from typing import Protocol
 import numpy as np
 
 from m3_memory.graph.records import EntityRecord, TextNode
+from m3_memory.place.poses import PoseSample
 
 PEOPLE_KINDS = ("entity", "samples", "crop", "alias", "evidence")
 FLEET_NAMESPACE = "fleet"
@@ -150,6 +151,12 @@ class MilvusWriter:
             row["vector"] = np.asarray(vector, dtype=np.float32).tolist()
             self.text_rows.append(row)
             self.new_nodes.setdefault(node.clip_index, []).append(node.node_id)
+            if node.place is not None:
+                self._put("place", node.node_id, asdict(node.place))
+
+    def add_clip_path(self, clip_index: int, path: list[PoseSample]) -> None:
+        if path:
+            self._put("path", str(clip_index), {"samples": [asdict(p) for p in path]})
 
     def set_weight(self, node: TextNode) -> None:
         self._put("weight", node.node_id, {"value": node.weight})

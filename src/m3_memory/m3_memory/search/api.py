@@ -33,9 +33,11 @@ from m3_memory.graph.records import (
 from m3_memory.graph.tags import TAG_RE
 from m3_memory.search.as_of import AsOfError, check_as_of
 from m3_memory.search.embedder import TextEmbedder
+from m3_memory.search.entity_search import EntitySearchMixin, check_embedding
 from m3_memory.search.entity_view import entity_names, entity_view, graph_stats
 from m3_memory.search.fleet import FleetSearch
 from m3_memory.search.search_types import ClipQuery, EntityView, SearchConfig, SearchHit, Stats
+from m3_memory.search.where import NOWHERE, Where, exact_candidates, score_exactly, where_of
 
 __all__ = ["EntityView", "MemorySearch", "SearchConfig", "SearchHit", "Stats", "check_embedding"]
 
@@ -43,22 +45,7 @@ MAX_TOP_K = 100
 MAX_VARIANTS = 16  # alias expansion of a query is capped (cartesian product of its tags)
 
 
-def check_embedding(vector, code: int, what: str, dim: int | None) -> np.ndarray:
-    """A usable unit query vector, or MemoryApiError(code)."""
-    array = np.asarray(vector, dtype=np.float64).reshape(-1)
-    if array.size == 0:
-        raise MemoryApiError(code, f"{what} embedding is empty")
-    if not np.all(np.isfinite(array)):
-        raise MemoryApiError(code, f"{what} embedding contains NaN or infinity")
-    if dim is not None and array.size != dim:
-        raise MemoryApiError(code, f"{what} embedding has {array.size} values; the stored {what}s have {dim}")
-    norm = float(np.linalg.norm(array))
-    if norm < 1e-9:
-        raise MemoryApiError(code, f"{what} embedding is all zeros")
-    return (array / norm).astype(np.float32)
-
-
-class MemorySearch:
+class MemorySearch(EntitySearchMixin):
     """Read side of the memory; safe to call from many threads while clips are being written."""
 
     def __init__(self, graph: MemoryGraph, embedder: TextEmbedder, config: SearchConfig | None = None) -> None:
@@ -139,26 +126,36 @@ class MemorySearch:
         return variants
 
     def _text_hits(
-        self, vectors: np.ndarray, k: int, kinds: set[str], before_clip: int, before_stamp_ns: int
-    ) -> list[tuple[str, float]]:
+        self, vectors: np.ndarray, k: int, kinds: set[str], before_clip: int, before_stamp_ns: int,
+        where: Where = NOWHERE,
+    ) -> list[tuple[str, float]]:  # fmt: skip
         """Best text nodes (node_id, cosine) over all query variants, filtered."""
         graph = self.graph
 
-        def keep(label: int) -> bool:
-            node = graph.text.get(graph.text_by_seq.get(label, ""))
-            if node is None or node.kind not in kinds:
+        def passes(node: TextNode) -> bool:
+            if node.kind not in kinds:
                 return False
             if node.kind == KIND_SEMANTIC and node.weight <= 0:
                 return False  # weakened to nothing: no longer believed
             if before_clip >= 0 and node.clip_index > before_clip:
                 return False
-            return not (before_stamp_ns > 0 and node.start_ns > before_stamp_ns)
+            if before_stamp_ns > 0 and node.start_ns > before_stamp_ns:
+                return False
+            return where.keeps(node)
 
-        best: dict[str, float] = {}
-        for vector in vectors:
-            for label, score in graph.text_index.search(vector, k, keep):
-                node_id = graph.text_by_seq[label]
-                best[node_id] = max(best.get(node_id, -2.0), score)
+        def keep(label: int) -> bool:
+            node = graph.text.get(graph.text_by_seq.get(label, ""))
+            return node is not None and passes(node)
+
+        candidates = exact_candidates(graph.text, passes) if where.active else None
+        if candidates is not None:
+            best = score_exactly(graph.text_index, candidates, vectors, k)
+        else:
+            best = {}
+            for vector in vectors:
+                for label, score in graph.text_index.search(vector, k, keep):
+                    node_id = graph.text_by_seq[label]
+                    best[node_id] = max(best.get(node_id, -2.0), score)
         return sorted(best.items(), key=lambda item: (-item[1], graph.text[item[0]].seq))[:k]
 
     # -- search_node ------------------------------------------------------------------------------
@@ -172,9 +169,11 @@ class MemorySearch:
         face_embedding=None,
         voice_embedding=None,
         robot_id: str = "",
+        where: Where = NOWHERE,
     ) -> list[SearchHit]:
         """Text query → memories (and entities named in it); face/voice embedding → nearest entities.
-        robot_id: whose text memories (m3_memory.search.fleet); entities are the fleet's people."""
+        robot_id: whose text memories (m3_memory.search.fleet); entities are the fleet's people.
+        where: a time and place window (MemorySearch.where); entities pass only its time window."""
         has_face = face_embedding is not None and len(face_embedding) > 0
         has_voice = voice_embedding is not None and len(voice_embedding) > 0
         query = self._check_query(query, required=not (has_face or has_voice))
@@ -184,7 +183,7 @@ class MemorySearch:
         if unknown:
             raise MemoryApiError(errors.INVALID_ARGUMENT, f"unknown kind(s) {unknown}; use {list(ALL_KINDS)}")
         self._check_as_of(before_clip, before_stamp_ns)
-        scope = self.fleet.scope(robot_id)
+        scope = self._scope(robot_id, where)
         wanted = set(kinds or ALL_KINDS)
         hits: list[SearchHit] = []
         if has_face:
@@ -202,83 +201,40 @@ class MemorySearch:
                 vectors = self.embedder.embed(self.query_variants(query, respelled))
                 with self.graph.lock:
                     if scope.local:
-                        local = self._text_hits(vectors, top_k, text_kinds, before_clip, before_stamp_ns)
+                        local = self._text_hits(vectors, top_k, text_kinds, before_clip, before_stamp_ns, where)
                         hits += [self._hit(self.graph.text[node_id], score) for node_id, score in local]
-                hits += self.fleet.node_hits(scope, vectors, top_k, text_kinds, before_clip, before_stamp_ns)
+                hits += self.fleet.node_hits(
+                    scope, vectors, top_k, text_kinds, before_clip, before_stamp_ns, where.after_ns
+                )
             if wanted & set(ENTITY_KINDS):
                 hits += self._entities_named(respelled, wanted, before_clip, before_stamp_ns)
         if kinds:
             hits = [h for h in hits if h.kind in wanted]
+        if where.active:  # entities have no place; they pass a time window they were observed in
+            hits = [h for h in hits if h.kind in TEXT_KINDS or (not where.has_place and h.end_ns >= where.after_ns)]
         hits.sort(key=lambda h: -h.score)
         return hits[:top_k]
 
     def _hit(self, node: TextNode, score: float) -> SearchHit:
         return SearchHit(
             node.node_id, node.kind, node.text, node.clip_index, node.start_ns, node.end_ns,
-            list(node.entity_ids), node.weight, score, self.fleet.own,
+            list(node.entity_ids), node.weight, score, self.fleet.own, node.place,
         )  # fmt: skip
 
-    def _entity_visible(self, entity_id: str, before_clip: int, before_stamp_ns: int) -> bool:
-        record = self.graph.entities.get(entity_id)
-        if record is None:
-            return False
-        if before_clip >= 0 and record.first_clip > before_clip:
-            return False
-        return not (before_stamp_ns > 0 and record.first_ns > before_stamp_ns)
+    def where(self, after_ns: int = 0, region: str = "", x: float = 0.0, y: float = 0.0, radius_m: float = 0.0):
+        """A request's time and place window, checked against this memory's regions (search.where)."""
+        return where_of(self.graph.regions, after_ns, region, x, y, radius_m)
 
-    def _entity_neighbours(
-        self, vector, kind: str, code: int, k: int, before_clip: int, before_stamp_ns: int
-    ) -> list[SearchHit]:
-        graph = self.graph
-        with graph.lock:
-            indexes = {key: index for key, index in graph.entity_index.items() if key.startswith(kind + ":")}
-            dims = sorted(index.dim for index in indexes.values())
-            size = np.asarray(vector).reshape(-1).size
-            dim = size if size in dims else (dims[0] if dims else None)
-            unit = check_embedding(vector, code, kind, dim)
-            if dim is None:
-                return []
-            index = indexes[f"{kind}:{dim}"]
-            found = index.search(
-                unit, k, keep=lambda label: self._entity_visible(f"{kind}_{label}", before_clip, before_stamp_ns)
+    def _scope(self, robot_id: str, where: Where):
+        """The request's robots; a place window searches this robot's memories only (other robots' places
+        are not searchable yet), so it needs robot_id = this robot when a fleet shares the memory."""
+        scope = self.fleet.scope(robot_id)
+        if where.has_place and scope.remote:
+            raise MemoryApiError(
+                errors.INVALID_ARGUMENT,
+                f"a place filter searches one robot's memories: set robot_id to {self.fleet.own!r} (this robot)",
             )
-            return [self._entity_hit(f"{kind}_{label}", score) for label, score in found]
-
-    def _entities_named(self, query: str, wanted: set[str], before_clip: int, before_stamp_ns: int) -> list[SearchHit]:
-        """Entities whose id or learnt name the text query (respelled: in memory's spelling) mentions (score 1)."""
-        words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]*|(?:face|voice|person)_\d+", query)}
-        graph = self.graph
-        with graph.lock:
-            # ids mentioned (and what they were merged into), then persons called by a learnt name
-            found = {e for w in words if "_" in w for e in (w, graph.resolve(w)) if e in graph.entities}
-            names = {w for w in words if "_" not in w}
-            if names:
-                found |= {
-                    r.entity_id
-                    for r in graph.entities.values()
-                    if r.kind == KIND_PERSON and r.name and r.name.lower() in names
-                }
-            records = sorted((graph.entities[e] for e in found), key=lambda r: (r.kind, r.seq))
-            return [
-                self._entity_hit(r.entity_id, 1.0)
-                for r in records
-                if r.kind in wanted and self._entity_visible(r.entity_id, before_clip, before_stamp_ns)
-            ]
-
-    def _entity_hit(self, entity_id: str, score: float) -> SearchHit:
-        graph = self.graph
-        record = graph.entities[entity_id]
-        if record.kind == KIND_PERSON:
-            members = graph.members_of(entity_id)
-            text = f"<{entity_id}>" + (f" is called {record.name}" if record.name else "")
-            text += f"; faces and voices: {', '.join(members) or 'none'}"
-        else:
-            members = [graph.resolve(record.person_id)]
-            name = graph.display_name(entity_id)
-            text = f"<{entity_id}> of <{members[0]}>" + (f" ({name})" if name else "")
-        return SearchHit(
-            entity_id, record.kind, text, record.first_clip, record.first_ns, record.last_ns, members, 1.0, score
-        )
+        return scope
 
     # -- search_clip ------------------------------------------------------------------------------
     def search_clip(
@@ -290,6 +246,7 @@ class MemorySearch:
         conversation_id: str = "",
         before_stamp_ns: int = 0,
         robot_id: str = "",
+        where: Where = NOWHERE,
     ) -> list[ClipRecord]:
         """Reference search_clip: a clip scores its best memory's cosine to the (alias-expanded) query;
         clips at or above threshold, index <= before_clip, best first, each with all its memories
@@ -301,10 +258,10 @@ class MemorySearch:
         if not (math.isfinite(threshold) and -1.0 <= threshold <= 1.0):
             raise MemoryApiError(errors.INVALID_ARGUMENT, f"threshold must be in [-1, 1], got {threshold}")
         self._check_as_of(before_clip, before_stamp_ns)
-        scope = self.fleet.scope(robot_id)
+        scope = self._scope(robot_id, where)
         vectors = self.embedder.embed(self.query_variants(query))
         request = ClipQuery(
-            vectors, top_k, threshold, before_clip, before_stamp_ns, self._conversation(conversation_id)
+            vectors, top_k, threshold, before_clip, before_stamp_ns, self._conversation(conversation_id), where
         )
         records = self._local_clips(request) if scope.local else []
         if scope.remote:
@@ -322,7 +279,7 @@ class MemorySearch:
             fetch = min(total, max(50, top_k * 20))
             scores: dict[int, float] = {}
             while fetch > 0:
-                hits = self._text_hits(vectors, fetch, set(TEXT_KINDS), before_clip, before_stamp_ns)
+                hits = self._text_hits(vectors, fetch, set(TEXT_KINDS), before_clip, before_stamp_ns, request.where)
                 scores = {}
                 for node_id, score in hits:
                     for clip_index in graph.node_clips.get(node_id, []):

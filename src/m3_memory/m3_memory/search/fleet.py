@@ -93,9 +93,11 @@ class FleetSearch:
         return -1, min(end_ns, before_stamp_ns) if before_stamp_ns > 0 else end_ns
 
     @staticmethod
-    def _expr(scope: Scope, limits: tuple[int, int], kinds: list[str]) -> str:
+    def _expr(scope: Scope, limits: tuple[int, int], kinds: list[str], after_ns: int = 0) -> str:
         clip_limit, stamp_ns = limits
         parts = [scope.remote, f"kind in {quoted(sorted(kinds))}"]
+        if after_ns > 0:
+            parts.append(f"end_ns >= {int(after_ns)}")
         if clip_limit >= 0:
             parts.append(f"clip_index <= {int(clip_limit)}")
         if stamp_ns > 0:
@@ -128,13 +130,15 @@ class FleetSearch:
 
     # -- search_node ------------------------------------------------------------------------------
     def node_hits(
-        self, scope: Scope, vectors: np.ndarray, top_k: int, kinds: set[str], before_clip: int, before_stamp_ns: int
-    ) -> list[SearchHit]:
-        """The remote robots' text memories closest to the query variants (SearchHits, best first)."""
+        self, scope: Scope, vectors: np.ndarray, top_k: int, kinds: set[str], before_clip: int, before_stamp_ns: int,
+        after_ns: int = 0,
+    ) -> list[SearchHit]:  # fmt: skip
+        """The remote robots' text memories closest to the query variants (SearchHits, best first); after_ns:
+        only those that ended at or after it (a Milvus scalar filter)."""
         limits = self._limits(scope, before_clip, before_stamp_ns)
         if not scope.remote or limits is None or not kinds:
             return []
-        rows = self._best(vectors, top_k, self._expr(scope, limits, sorted(kinds)))[:top_k]
+        rows = self._best(vectors, top_k, self._expr(scope, limits, sorted(kinds), after_ns))[:top_k]
         return [
             SearchHit(
                 f"{r['robot_id']}/{r['node_id']}", r["kind"], r["text"], r["clip_index"], r["start_ns"], r["end_ns"],
@@ -152,7 +156,8 @@ class FleetSearch:
         if not scope.remote or limits is None:
             return []
         clip_limit, stamp_ns = limits
-        rows = self._best(vectors, max(50, top_k * 20), self._expr(scope, limits, [KIND_EPISODIC, KIND_SEMANTIC]))
+        expr = self._expr(scope, limits, [KIND_EPISODIC, KIND_SEMANTIC], request.where.after_ns)
+        rows = self._best(vectors, max(50, top_k * 20), expr)
         by_robot: dict[str, list[dict]] = defaultdict(list)
         for row in rows:
             by_robot[row["robot_id"]].append(row)

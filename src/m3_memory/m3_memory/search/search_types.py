@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from m3_memory.graph.records import Place
+from m3_memory.search.where import NOWHERE, Where
+
 
 @dataclass
 class SearchConfig:
@@ -31,6 +34,7 @@ class SearchHit:
     weight: float
     score: float
     robot_id: str = ""  # the robot that stored a text memory; "" for entities (people are the fleet's)
+    place: Place | None = None  # where a text memory happened; None without a pose, and for entities
 
 
 @dataclass
@@ -77,3 +81,4 @@ class ClipQuery:
     before_clip: int
     before_stamp_ns: int
     labels: dict[str, str]  # the conversation's tag renderings (MemorySearch.render_tags)
+    where: Where = NOWHERE  # the request's time and place window

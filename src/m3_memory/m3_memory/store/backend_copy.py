@@ -24,6 +24,7 @@ def counts(snapshot) -> dict[str, int]:
         "merged_ids": len(snapshot.aliases),
         "evidence": len(snapshot.evidence),
         "weight_changes": len(snapshot.node_clip_deltas),
+        "places": sum(node.place is not None for node in snapshot.text_nodes),
     }
 
 
@@ -37,6 +38,9 @@ def copy_memory(source: MemoryBackend, destination: MemoryBackend, text_dim: int
         for kind, value in sorted(snap.counters.items()):
             writer.set_counter(kind, value)
         writer.add_clips([(index, start, end, stored, ids, b"") for index, start, end, stored, ids in snap.clips])
+        for index, *_ in snap.clips:
+            if path := source.clip_path(index):
+                writer.add_clip_path(index, path)
         count = len(snap.text_nodes)
         writer.add_text_nodes(snap.text_nodes, snap.text_vectors[:count])
         for node in snap.text_nodes:
@@ -66,8 +70,8 @@ def verify_copy(source: MemoryBackend, destination: MemoryBackend, text_dim: int
     a, b = source.load(text_dim), destination.load(text_dim)
     problems = [f"{key}: {value} in the source, {counts(b)[key]} in the copy"
                 for key, value in counts(a).items() if counts(b)[key] != value]  # fmt: skip
-    nodes_a = {n.node_id: (n.text, n.weight, n.clip_index, n.entity_ids) for n in a.text_nodes}
-    nodes_b = {n.node_id: (n.text, n.weight, n.clip_index, n.entity_ids) for n in b.text_nodes}
+    nodes_a = {n.node_id: (n.text, n.weight, n.clip_index, n.entity_ids, n.place) for n in a.text_nodes}
+    nodes_b = {n.node_id: (n.text, n.weight, n.clip_index, n.entity_ids, n.place) for n in b.text_nodes}
     problems += [f"memory {node_id} differs" for node_id in sorted(nodes_a) if nodes_a[node_id] != nodes_b.get(node_id)]
     entities_b = {r.entity_id: r for r in b.entities}
     problems += [f"entity {r.entity_id} differs" for r in a.entities if entities_b.get(r.entity_id) != r]

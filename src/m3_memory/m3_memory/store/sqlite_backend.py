@@ -11,12 +11,14 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import astuple
 
 import numpy as np
 
 from m3_memory.errors import StoreError
 from m3_memory.graph.backend import Snapshot
-from m3_memory.graph.records import EntityRecord, TextNode
+from m3_memory.graph.records import EntityRecord, Place, TextNode
+from m3_memory.place.poses import PoseSample
 from m3_memory.store import saved_index
 from m3_memory.store.ann_index import CosineIndex
 from m3_memory.store.sqlite_store import MemoryStore, blob_to_vector, vector_to_blob
@@ -112,6 +114,16 @@ class SqliteWriter:
             "INSERT OR IGNORE INTO edges(node_id, entity_id) VALUES (?, ?)",
             [(n.node_id, e) for n in nodes for e in n.entity_ids],
         )
+        self.conn.executemany(
+            "INSERT INTO text_places(node_id, frame_id, x, y, yaw, region) VALUES (?, ?, ?, ?, ?, ?)",
+            [(n.node_id, *astuple(n.place)) for n in nodes if n.place is not None],
+        )
+
+    def add_clip_path(self, clip_index: int, path: list[PoseSample]) -> None:
+        self.conn.executemany(
+            "INSERT INTO clip_paths(clip_index, stamp_ns, frame_id, x, y, yaw) VALUES (?, ?, ?, ?, ?, ?)",
+            [(clip_index, p.stamp_ns, p.frame_id, p.x, p.y, p.yaw) for p in path],
+        )
 
     def set_weight(self, node: TextNode) -> None:
         self.conn.execute("UPDATE text_nodes SET weight=? WHERE node_id=?", (node.weight, node.node_id))
@@ -159,10 +171,14 @@ class SqliteBackend:
         for node_id, entity_id in conn.execute("SELECT node_id, entity_id FROM edges ORDER BY rowid"):
             edges.setdefault(node_id, []).append(entity_id)
         saved = self._saved_text_index(conn, text_dim)
+        places = {}
+        if self.store.has_places:
+            for node_id, *place in conn.execute("SELECT node_id, frame_id, x, y, yaw, region FROM text_places"):
+                places[node_id] = Place(*place)
         for row in conn.execute(
             "SELECT node_id, seq, kind, text, clip_index, start_ns, end_ns, weight FROM text_nodes ORDER BY seq"
         ):
-            snap.text_nodes.append(TextNode(*row, entity_ids=edges.get(row[0], [])))
+            snap.text_nodes.append(TextNode(*row, entity_ids=edges.get(row[0], []), place=places.get(row[0])))
         snap.text_vectors = self._text_vectors(conn, len(snap.text_nodes), text_dim)
         if saved is not None:
             labels = [node.seq for node in snap.text_nodes]
@@ -238,6 +254,14 @@ class SqliteBackend:
 
     def people(self) -> None:
         return None  # one robot's own store: nothing to take in
+
+    def clip_path(self, clip_index: int) -> list[PoseSample]:
+        if not self.store.has_places:
+            return []
+        rows = self.store.conn().execute(
+            "SELECT stamp_ns, x, y, yaw, frame_id FROM clip_paths WHERE clip_index=? ORDER BY stamp_ns", (clip_index,)
+        )
+        return [PoseSample(*row) for row in rows]
 
     def entity_crop(self, entity_id: str) -> bytes:
         return self.store.entity_crop(entity_id)

@@ -23,7 +23,7 @@ import numpy as np
 from m3_memory.errors import SchemaVersionError, StoreError
 from m3_memory.store.check import integrity_problems, one_line
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2 added the place tables (text_places, clip_paths); a version-1 store gains them on open
 FORMAT_NAME = "m3_memory"
 DB_FILE = "memory.sqlite3"
 SCHEMA_FILE = "schema.json"
@@ -63,11 +63,22 @@ CREATE TABLE IF NOT EXISTS evidence (
 CREATE INDEX IF NOT EXISTS text_nodes_clip ON text_nodes(clip_index);
 CREATE INDEX IF NOT EXISTS edges_entity ON edges(entity_id);
 """
+# Schema 2: where each memory happened and the robot's path through each clip (m3_memory.place)
+_PLACE_DDL = """
+CREATE TABLE IF NOT EXISTS text_places (
+    node_id TEXT PRIMARY KEY REFERENCES text_nodes(node_id), frame_id TEXT NOT NULL,
+    x REAL NOT NULL, y REAL NOT NULL, yaw REAL NOT NULL, region TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS clip_paths (
+    clip_index INTEGER NOT NULL REFERENCES clips(clip_index), stamp_ns INTEGER NOT NULL, frame_id TEXT NOT NULL,
+    x REAL NOT NULL, y REAL NOT NULL, yaw REAL NOT NULL, PRIMARY KEY (clip_index, stamp_ns));
+"""
+_DDL += _PLACE_DDL
 # In dependency order (a table after those it references): export, import and repair copy in this order.
 TABLES = (
     "meta", "counters", "clips", "text_nodes", "node_clips", "entities", "entity_embeddings", "aliases", "edges",
-    "evidence",
+    "evidence", "text_places", "clip_paths",
 )  # fmt: skip
+PLACE_TABLES = ("text_places", "clip_paths")  # new in schema 2: a version-1 store has none of them
 
 
 def vector_to_blob(vector: np.ndarray) -> bytes:
@@ -120,8 +131,27 @@ class MemoryStore:
         finally:
             probe.close()
         if not readonly:
-            self.conn()
+            self._upgrade(self.conn())
             self._write_schema_file()
+
+    def _upgrade(self, conn: sqlite3.Connection) -> None:
+        """Bring an older schema up to SCHEMA_VERSION in one transaction (1 -> 2: add the place tables,
+        which start empty: memories stored before had no pose)."""
+        if self.schema_version >= SCHEMA_VERSION:
+            return
+        with self._write_lock:
+            conn.executescript(
+                "BEGIN IMMEDIATE;"
+                + _PLACE_DDL
+                + f"UPDATE meta SET value='{SCHEMA_VERSION}' WHERE key='schema_version';"
+                "COMMIT;"
+            )
+        self._write_schema_file(replace=True)
+
+    @property
+    def has_places(self) -> bool:
+        """Whether the store has the place tables (a version-1 store opened read-only has not)."""
+        return self.schema_version >= 2
 
     # -- opening ----------------------------------------------------------------------------------
     def _check_file(self) -> None:
@@ -205,7 +235,7 @@ class MemoryStore:
                 f"memory store {self.db_path} has schema version {version}, newer than this program's "
                 f"{SCHEMA_VERSION}; upgrade m3_memory (the store is left untouched)"
             )
-        missing = sorted(set(TABLES) - tables)
+        missing = sorted(set(TABLES) - tables - (set(PLACE_TABLES) if version < 2 else set()))
         if missing:
             raise self._damaged(f"lacks the table(s) {missing}")
         if verify:
@@ -232,9 +262,10 @@ class MemoryStore:
                 f"{SCHEMA_VERSION}; upgrade m3_memory (the store is left untouched)"
             )
 
-    def _write_schema_file(self) -> None:
+    def _write_schema_file(self, replace: bool = False) -> None:
+        """schema.json, written once (again when the schema was upgraded: replace)."""
         path = os.path.join(self.memory_dir, SCHEMA_FILE)
-        if os.path.isfile(path):
+        if os.path.isfile(path) and not replace:
             return
         tmp = path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as handle:
@@ -358,6 +389,8 @@ class MemoryStore:
             "aliases": rows("SELECT * FROM aliases ORDER BY old_id"),
             "edges": rows("SELECT * FROM edges ORDER BY rowid"),
             "evidence": rows("SELECT * FROM evidence ORDER BY id1, id2"),
+            "text_places": rows("SELECT * FROM text_places ORDER BY node_id") if self.has_places else [],
+            "clip_paths": rows("SELECT * FROM clip_paths ORDER BY clip_index, stamp_ns") if self.has_places else [],
         }
         if include_embeddings:
             data["entity_embeddings"] = rows("SELECT * FROM entity_embeddings ORDER BY entity_id, slot")

@@ -1,0 +1,106 @@
+"""Time and place windows of a search: which memories a search_node / search_clip request may return.
+
+A time window keeps memories that overlap it (ended at or after its start; the as-of `before_stamp` is its end).
+A place window keeps memories whose recorded place lies in a named region of the node's regions file, or within
+a radius of a point, or both; a memory without a place never passes a place window. A filtered search scores
+the memories that pass exactly when few do (a filter rejects most of an HNSW neighbourhood, so the index would
+have to be walked far), and asks the index with the filter otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from m3_memory import errors
+from m3_memory.errors import MemoryApiError
+from m3_memory.graph.records import TextNode
+from m3_memory.place.regions import Region, Regions
+from m3_memory.search.as_of import AsOfError, check_as_of
+
+EXACT_CANDIDATES = 20000  # at most this many passing memories: score them all (one matrix product)
+
+
+@dataclass(frozen=True)
+class Where:
+    """A checked time and place window; the default keeps everything."""
+
+    after_ns: int = 0  # keep memories that ended at or after this stream time; 0 = no limit
+    region: Region | None = None  # keep memories whose place lies in this region
+    point: tuple[float, float] | None = None  # keep memories within radius_m of this point (pose frame)
+    radius_m: float = 0.0
+    frame_id: str = "map"  # the frame of region and point: places in another frame never pass
+
+    @property
+    def has_place(self) -> bool:
+        return self.region is not None or self.point is not None
+
+    @property
+    def active(self) -> bool:
+        return self.after_ns > 0 or self.has_place
+
+    def keeps(self, node: TextNode) -> bool:
+        """Whether a memory passes the window (as-of and kind filters are the caller's)."""
+        if self.after_ns > 0 and node.end_ns < self.after_ns:
+            return False
+        if not self.has_place:
+            return True
+        place = node.place
+        if place is None or place.frame_id != self.frame_id:
+            return False
+        if self.region is not None and not self.region.contains(place.x, place.y):
+            return False
+        return self.point is None or math.hypot(place.x - self.point[0], place.y - self.point[1]) <= self.radius_m
+
+
+NOWHERE = Where()
+
+
+def where_of(regions: Regions, after_ns: int, region: str = "", x: float = 0.0, y: float = 0.0,
+             radius_m: float = 0.0) -> Where:  # fmt: skip
+    """A request's window, checked: INVALID_ARGUMENT for a negative time, an unknown region, or a radius or
+    point that is not a finite non-negative number."""
+    try:
+        check_as_of(-1, after_ns)
+    except AsOfError as error:
+        raise MemoryApiError(errors.INVALID_ARGUMENT, f"after_stamp: {error}") from None
+    if not all(math.isfinite(v) for v in (x, y, radius_m)) or radius_m < 0:
+        raise MemoryApiError(
+            errors.INVALID_ARGUMENT, f"place filter: x, y must be finite and radius_m >= 0, got {x}, {y}, {radius_m}"
+        )
+    found = None
+    if region.strip():
+        found = regions.get(region)
+        if found is None:
+            known = ", ".join(repr(r.name) for r in regions) or "none: the memory node has no regions_file"
+            raise MemoryApiError(errors.INVALID_ARGUMENT, f"unknown region {region!r}; regions: {known}")
+    point = (float(x), float(y)) if radius_m > 0 else None
+    return Where(int(after_ns), found, point, float(radius_m), regions.frame_id)
+
+
+def exact_candidates(nodes: dict[str, TextNode], keep) -> list[TextNode] | None:
+    """The memories `keep` accepts when there are at most EXACT_CANDIDATES of them, else None (search the
+    index with the filter instead)."""
+    out = []
+    for node in nodes.values():
+        if keep(node):
+            out.append(node)
+            if len(out) > EXACT_CANDIDATES:
+                return None
+    return out
+
+
+def score_exactly(index, candidates: list[TextNode], vectors: np.ndarray, k: int) -> dict[str, float]:
+    """node_id -> best cosine over the query variants, the k best per variant, by one matrix product."""
+    if not candidates:
+        return {}
+    rows = index.vectors([node.seq for node in candidates])
+    scores = rows @ np.asarray(vectors, dtype=np.float32).T  # unit rows, unit queries: cosines
+    best: dict[str, float] = {}
+    for column in scores.T:
+        for i in np.argsort(-column, kind="stable")[:k]:
+            node_id = candidates[int(i)].node_id
+            best[node_id] = max(best.get(node_id, -2.0), float(column[i]))
+    return best
