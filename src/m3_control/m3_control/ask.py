@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 
@@ -47,11 +48,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def pose_dict(step) -> dict:
+    """A step's target_pose as plain numbers (frame, x, y [m], yaw [rad]) with what it came from."""
+    pose = step.target_pose
+    q = pose.pose.orientation
+    yaw = math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+    return {
+        "frame_id": pose.header.frame_id, "x": round(pose.pose.position.x, 3), "y": round(pose.pose.position.y, 3),
+        "yaw": round(yaw, 3), "source": step.target_source, "evidence_id": step.target_evidence_id,
+    }  # fmt: skip
+
+
 def result_dict(result, feedback: list) -> dict:
     return {
         "answer": result.answer,
         "plan": [
             {"skill": s.skill, "target": s.target, "arguments": {kv.key: kv.value for kv in s.arguments}}
+            | ({"target_pose": pose_dict(s)} if s.target_pose.header.frame_id else {})
             for s in result.plan
         ],
         "evidence_ids": list(result.evidence_ids),
@@ -75,6 +88,10 @@ def print_text(out: dict) -> None:
         for i, step in enumerate(out["plan"], 1):
             args = ", ".join(f"{k}={v}" for k, v in step["arguments"].items())
             print(f"  {i}. {step['skill']}({step['target']}{', ' + args if args else ''})")
+            if pose := step.get("target_pose"):
+                print(
+                    f"     go to ({pose['x']}, {pose['y']}) yaw {pose['yaw']} in {pose['frame_id']}: {pose['source']}"
+                )
     print(f"evidence: {', '.join(out['evidence_ids']) or 'none'}  (rounds: {out['rounds_used']})")
 
 

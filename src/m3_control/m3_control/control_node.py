@@ -20,7 +20,6 @@ import threading
 import time
 from typing import Any
 
-from diagnostic_msgs.msg import KeyValue
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
@@ -39,12 +38,14 @@ from m3_control.loop import (
     run_loop,
 )
 from m3_control.memory_client import MemoryClient, MemoryQueryRejected, MemoryUnavailable
+from m3_control.nav_targets import with_targets
 from m3_control.openai_reasoner import OpenAIConfig
 from m3_control.reasoner import Reasoner
+from m3_control.result_msgs import to_result
 from m3_control.ros_memory_client import RosMemoryClient
 from m3_control.skills import load_skills
 from m3_interfaces.action import Instruct
-from m3_interfaces.msg import PlanStep
+from m3_memory.place.regions import Regions
 from m3_memory.robot_ids import check_robot_id, robot_id_problem
 from m3_memory.search.as_of import AsOfError, check_as_of, stamp_ns
 from m3_runtime.managed_node import AUTOSTART, ManagedNode, run_node
@@ -109,6 +110,10 @@ PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
     "search_robot_id": (
         "",
         _text("whose memories searches cover: '' = every robot sharing the memory (a fleet's), else that robot's"),
+    ),
+    "regions_file": (
+        "",
+        _text("YAML of named regions (the memory node's): navigate_to goes to a named region's centre; empty = none"),
     ),
     "utc_offset_s": (
         0,
@@ -184,6 +189,8 @@ class ControlNode(ManagedNode):
             utc_offset_s=p["utc_offset_s"],
         )
         self.default_max_rounds = p["default_max_rounds"]
+        path = p["regions_file"].strip()
+        self.regions = Regions.load(os.path.expanduser(path)) if path else Regions.empty()  # bad file: configure fails
         if self._injected_memory is None:
             self._ros_memory = RosMemoryClient(self, p["memory_prefix"], p["memory_timeout_s"], self._group)
             self.memory: MemoryClient = self._ros_memory
@@ -330,7 +337,7 @@ class ControlNode(ManagedNode):
                 Instruct.Feedback(round=event.round, action=event.action, query=event.query, hit_count=event.hit_count)
             )
 
-        return run_loop(
+        outcome = run_loop(
             goal.instruction,
             self.reasoner,
             self.memory,
@@ -340,6 +347,22 @@ class ControlNode(ManagedNode):
             on_round=feedback,
             should_stop=lambda: self._stop_reason(goal_handle),
         )
+        if outcome.state is not None:
+            evidence, names = outcome.state.evidence, outcome.state.names
+            outcome.plan = with_targets(outcome.plan, evidence, names, self.regions, self._locate)
+        return outcome
+
+    def _locate(self, name: str) -> tuple:
+        """Where memory last observed an entity or named person (nav_targets); LookupError when it cannot say,
+        with a warning when memory could not be asked (the step then keeps no pose)."""
+        locate = getattr(self.memory, "locate_entity", None)
+        if locate is None:
+            raise LookupError("this memory client cannot locate people")
+        try:
+            return locate(name)
+        except (MemoryUnavailable, MemoryQueryRejected) as error:
+            self.get_logger().warning(f"navigate_to target {name!r} not located: {error}")
+            raise LookupError(str(error)) from error
 
     def _robot_refused(self, robot_id: str) -> str:
         """Why memory refuses to search robot_id ("" when it does not, or cannot say now).
@@ -359,23 +382,6 @@ class ControlNode(ManagedNode):
         except MemoryUnavailable:
             return ""  # the loop reports MEMORY_UNAVAILABLE when it needs memory
         return ""
-
-
-def to_result(outcome: LoopResult) -> Instruct.Result:
-    """LoopResult -> Instruct.Result (error codes by constant name)."""
-    return Instruct.Result(
-        answer=outcome.answer,
-        plan=[
-            PlanStep(
-                skill=s.skill, target=s.target, arguments=[KeyValue(key=k, value=v) for k, v in s.arguments.items()]
-            )
-            for s in outcome.plan
-        ],
-        evidence_ids=list(outcome.evidence_ids),
-        rounds_used=min(outcome.rounds_used, 255),
-        error_code=getattr(Instruct.Result, outcome.code),
-        error_message=outcome.error_message,
-    )
 
 
 def main(args: list[str] | None = None) -> None:

@@ -20,9 +20,10 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from m3_control.memory_client import Clip, Memory, clip_of, memory_error, memory_of
+from m3_control.memory_client import ENTITY_ID_RE, Clip, Memory, clip_of, memory_error, memory_of
 from m3_memory import errors
 from m3_memory.errors import MemoryApiError, StoreError
+from m3_memory.graph.records import Place
 
 if TYPE_CHECKING:
     from m3_memory.memory import Memory as M3Memory
@@ -129,6 +130,21 @@ class DirectMemoryClient:
         except Exception as error:  # every failure becomes the service's error mapping
             raise self._mapped("search_node", error) from error
         return [memory_of(hit) for hit in hits]
+
+    def locate_entity(self, name: str) -> tuple[str, Place | None, int]:
+        """As RosMemoryClient.locate_entity: (entity id, place or None, stamp); LookupError when unknown."""
+        search = self._search()
+        is_id = bool(ENTITY_ID_RE.fullmatch(f"<{name}>"))
+        try:
+            located = search.locate_entity(name if is_id else "", "" if is_id else name)
+        except MemoryApiError as error:
+            if error.code == errors.UNKNOWN_ENTITY:
+                raise LookupError(error.message) from None
+            raise self._mapped("locate_entity", error) from error
+        if not located.sightings:
+            raise LookupError(f"{name} was never observed")
+        last = located.sightings[0]
+        return located.entity_id, last.place, last.last_ns
 
     def entity_name(self, entity_id: str) -> str | None:
         """The learnt name of an entity; None when memory has none or does not know the id (as get_entity)."""

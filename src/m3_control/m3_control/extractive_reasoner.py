@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from m3_control.instruction_plans import PLACE_RE, plan_from
 from m3_control.loop import asks_for_id
 from m3_control.memory_client import ENTITY_ID_RE, Memory
 from m3_control.names import ANY_ID, NAME_PATTERNS, names_from, with_names
@@ -87,17 +88,15 @@ ID_QUESTION_RE = re.compile(
 )
 
 
+NOTHING_KNOWN = "I don't know: my memory holds nothing that answers this."
+NOTHING_PLANNED = "My memory holds nothing about this; the plan comes from the instruction alone."
+
+
 def id_lookup(instruction: str) -> str | None:
     """The name in "What is Bob's id?" / "Which character is Bob?"; None for questions that want names."""
     text = instruction.strip()
     match = ID_QUESTION_RE.match(text)
     return match.group(1) if match and asks_for_id(text) else None
-
-
-PLACE_RE = re.compile(
-    r"\b(?:in|on|at|under|inside|into|onto|near|behind|beside|next to)\s+"
-    r"(the\s+[a-z]+(?:\s+(?:of|in|on)\s+the\s+[a-z]+)?)"
-)
 
 
 def _stem(word: str) -> str:
@@ -340,7 +339,8 @@ class ExtractiveReasoner:
         if any(r is None for r in ranked):
             ranked = self.ranked_scores(state)
         if not ranked or ranked[0].coverage < self.config.weak:
-            return Answer(text="I don't know: my memory holds nothing that answers this.")
+            plan = () if is_question(state.asked) else plan_from(state.asked, None)  # "go to the kitchen"
+            return Answer(text=NOTHING_PLANNED if plan else NOTHING_KNOWN, plan=plan)
         best = ranked[0]
         parts = [best]
         # what the best memory misses; the people named only pick memories, they are not what is asked
@@ -356,7 +356,7 @@ class ExtractiveReasoner:
         for part in parts[1:]:
             if part.memory.node_id not in support:
                 support.append(part.memory.node_id)
-        plan = () if is_question(state.asked) else self.plan(state.asked, best.memory)
+        plan = () if is_question(state.asked) else plan_from(state.asked, best.memory)
         return Answer(text=text, plan=plan, evidence_ids=tuple(support))
 
     def complement(self, others: list[Scored], best: Scored, missing: set, need_kind: bool) -> Scored | None:
@@ -373,27 +373,3 @@ class ExtractiveReasoner:
             if gain and key > key_best:
                 choice, key_best = other, key
         return choice
-
-    def plan(self, instruction: str, best: Memory) -> tuple:
-        """Steps from the instruction's verb; a place for the object may come from the evidence."""
-        text = instruction.strip().rstrip(".!?")
-        text = re.sub(r"^(please|can you|could you|would you)\s+", "", text, flags=re.IGNORECASE)
-        place = PLACE_RE.search(best.text.lower())
-        where = place.group(1) if place else ""
-        bring = re.match(r"(?:bring|fetch|get|give|hand)\s+(me|\w+)\s+(?:the\s+|my\s+|his\s+|her\s+)?(.+)$", text, re.I)
-        if bring:
-            person, thing = bring.group(1), bring.group(2)
-            steps = []
-            if where:
-                steps.append({"skill": "navigate_to", "target": where, "arguments": {}})
-            steps.append({"skill": "pick", "target": thing, "arguments": {"from": where} if where else {}})
-            steps.append({"skill": "navigate_to", "target": person, "arguments": {}})
-            steps.append({"skill": "hand_over", "target": person, "arguments": {"object": thing}})
-            return tuple(steps)
-        go = re.match(r"(?:go|navigate|drive|move)\s+to\s+(.+)$", text, re.I)
-        if go:
-            return ({"skill": "navigate_to", "target": go.group(1), "arguments": {}},)
-        look = re.match(r"look\s+at\s+(.+)$", text, re.I)
-        if look:
-            return ({"skill": "look_at", "target": look.group(1), "arguments": {}},)
-        return ()

@@ -98,6 +98,7 @@ class LoopResult:
     error_message: str = ""
     transcript: list[dict] = field(default_factory=list)
     timings_ms: list[float] = field(default_factory=list)  # loop overhead per round, reasoner and memory excluded
+    state: LoopState | None = None  # the loop's last state: evidence and names (navigation targets read them)
 
 
 def asks_for_id(query: str) -> bool:
@@ -239,7 +240,7 @@ def run_loop(
     if system_prompt:
         state.messages.append({"role": "system", "content": system_prompt})
     state.messages.append({"role": "user", "content": f"Question: {instruction}"})
-    result = LoopResult(NO_ANSWER, transcript=state.messages)
+    result = LoopResult(NO_ANSWER, transcript=state.messages, state=state)
     memory_ms = 0.0
     # Answer checks (answer_checks.py) for every back-end but one that only quotes memory (extractive).
     checked = not getattr(reasoner, "quotes_memory", False) and not asks_for_id(instruction)

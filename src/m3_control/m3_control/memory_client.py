@@ -15,6 +15,8 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
+from m3_memory.graph.records import Place
+
 # <face_1>, <voice_2>, <person_3> (tagged) and character_4 (reference style, untagged).
 ENTITY_ID_RE = re.compile(r"<((?:face|voice|person|character)_\d+)>|\b(character_\d+)\b")
 
@@ -38,6 +40,8 @@ class Memory:
     score: float = 0.0
     entity_ids: tuple[str, ...] = ()
     robot_id: str = ""  # the robot that stored it ("" for entities and where memory does not say)
+    end_ns: int = 0  # end of its evidence (stream clock); for an entity, when it was last observed
+    place: Place | None = None  # where the robot was when it happened; None without a pose, and for entities
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,9 @@ class MemoryClient(Protocol):
 def memory_of(item, score: float | None = None) -> Memory:
     """A Memory from anything with MemoryItem's fields: a MemoryItem message, or m3_memory's SearchHit /
     TextNode (a TextNode has no score of its own: pass the clip's node score)."""
+    end_ns = getattr(item, "end_ns", None)
+    if end_ns is None:  # a message: builtin_interfaces/Time
+        end_ns = int(item.end.sec) * 1_000_000_000 + int(item.end.nanosec)
     return Memory(
         node_id=item.node_id,
         kind=item.kind,
@@ -95,7 +102,16 @@ def memory_of(item, score: float | None = None) -> Memory:
         score=float(item.score if score is None else score),
         entity_ids=tuple(item.entity_ids),
         robot_id=str(getattr(item, "robot_id", "")),
+        end_ns=int(end_ns),
+        place=place_of(getattr(item, "place", None)),
     )
+
+
+def place_of(place) -> Place | None:
+    """A Place from a Place message (None when `known` is false) or from m3_memory's records (a Place or None)."""
+    if place is not None and hasattr(place, "known"):
+        return Place(place.frame_id, place.x, place.y, place.yaw, place.region) if place.known else None
+    return place
 
 
 def clip_of(

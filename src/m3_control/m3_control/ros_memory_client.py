@@ -1,4 +1,4 @@
-"""MemoryClient over the memory node's ROS services (SearchClip, SearchNode, GetNames, GetEntity).
+"""MemoryClient over the memory node's ROS services (SearchClip, SearchNode, GetNames, GetEntity, LocateEntity).
 
 Called from the action's execute callback: each call waits on its future with a timeout, so the
 node must spin in a MultiThreadedExecutor with these clients in a reentrant callback group.
@@ -14,9 +14,19 @@ from rclpy.callback_groups import CallbackGroup
 from rclpy.client import Client
 from rclpy.node import Node
 
-from m3_control.memory_client import Clip, Memory, MemoryUnavailable, clip_of, memory_error, memory_of
+from m3_control.memory_client import (
+    ENTITY_ID_RE,
+    Clip,
+    Memory,
+    MemoryUnavailable,
+    clip_of,
+    memory_error,
+    memory_of,
+    place_of,
+)
 from m3_interfaces.msg import ClipMemory, MemoryItem
-from m3_interfaces.srv import GetEntity, GetNames, SearchClip, SearchNode
+from m3_interfaces.srv import GetEntity, GetNames, LocateEntity, SearchClip, SearchNode
+from m3_memory.graph.records import Place
 
 
 def to_time(stamp_ns: int) -> Time:
@@ -49,10 +59,14 @@ class RosMemoryClient:
         self.search_node_client = node.create_client(SearchNode, f"{prefix}/search_node", callback_group=callback_group)
         self.get_entity_client = node.create_client(GetEntity, f"{prefix}/get_entity", callback_group=callback_group)
         self.get_names_client = node.create_client(GetNames, f"{prefix}/get_names", callback_group=callback_group)
+        self.locate_client = node.create_client(LocateEntity, f"{prefix}/locate_entity", callback_group=callback_group)
 
     def destroy(self, node: Node) -> None:
         """Destroy the service clients (the control node's cleanup)."""
-        for client in (self.search_clip_client, self.search_node_client, self.get_entity_client, self.get_names_client):
+        for client in (
+            self.search_clip_client, self.search_node_client, self.get_entity_client, self.get_names_client,
+            self.locate_client,
+        ):  # fmt: skip
             node.destroy_client(client)
 
     def _call(self, client: Client, request):
@@ -131,3 +145,20 @@ class RosMemoryClient:
         response = self._call(self.get_names_client, request)
         self._check(self.get_names_client, response)
         return dict(zip(response.entity_ids, response.names, strict=True))
+
+    def locate_entity(self, name: str) -> tuple[str, Place | None, int]:
+        """Where an entity id or a person's name was last observed (locate_entity): (entity id, place or None,
+        stamp of that observation); LookupError when memory knows no such one or never observed it."""
+        request = LocateEntity.Request(max_sightings=1)
+        if ENTITY_ID_RE.fullmatch(f"<{name}>"):
+            request.entity_id = name
+        else:
+            request.name = name
+        response = self._call(self.locate_client, request)
+        if response.error_code == LocateEntity.Response.UNKNOWN_ENTITY or (
+            response.error_code == 0 and not response.sightings
+        ):
+            raise LookupError(response.error_message or f"{name} was never observed")
+        self._check(self.locate_client, response)
+        last = response.sightings[0]
+        return response.entity_id, place_of(last.place), int(last.last.sec) * 1_000_000_000 + int(last.last.nanosec)

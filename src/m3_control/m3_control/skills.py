@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import yaml
 
@@ -36,6 +37,7 @@ class Step:
     skill: str
     target: str = ""
     arguments: dict[str, str] = field(default_factory=dict)
+    pose: Any = None  # navigate_to: a nav_targets.TargetPose from memory or the regions file; None = unknown
 
     def as_dict(self) -> dict:
         return {"skill": self.skill, "target": self.target, "arguments": dict(self.arguments)}

@@ -6,9 +6,11 @@ from builtin_interfaces.msg import Time
 
 from m3_interfaces.msg import ClipMemory, MemoryItem
 from m3_interfaces.msg import Place as PlaceMsg
+from m3_interfaces.msg import Sighting as SightingMsg
 from m3_memory import errors
 from m3_memory.errors import MemoryApiError
-from m3_memory.graph.records import ClipRecord, Place, TextNode
+from m3_memory.graph.records import KIND_FACE, ClipRecord, Place, Sighting, TextNode
+from m3_memory.graph.tags import kind_of
 from m3_memory.search.api import MemorySearch, SearchHit
 from m3_memory.search.as_of import AsOfError, stamp_ns
 from m3_memory.search.where import Where
@@ -53,6 +55,18 @@ def place_msg(place: Place | None) -> PlaceMsg:
     if place is None:
         return PlaceMsg()
     return PlaceMsg(known=True, frame_id=place.frame_id, x=place.x, y=place.y, yaw=place.yaw, region=place.region)
+
+
+def sighting_msg(sighting: Sighting) -> SightingMsg:
+    how = "seen" if kind_of(sighting.entity_id) == KIND_FACE else "heard"
+    return SightingMsg(
+        entity_id=sighting.entity_id,
+        how=how,
+        clip_index=int(sighting.clip_index),
+        first=to_time(sighting.first_ns),
+        last=to_time(sighting.last_ns),
+        place=place_msg(sighting.place),
+    )
 
 
 def request_where(search: MemorySearch, request) -> Where:

@@ -5,8 +5,8 @@ voices, applied to the clip not yet stored: m3_memory.clip_window), optionally a
 keyframes and the robot's pose topic (each clip keeps its path, each memory its place: m3_memory.pose_input),
 groups evidence into clip windows on the stream clock (closed by later evidence, by the stream clock, and when
 the stream stops: m3_memory.clip_window), stores each closed clip (one transaction) and
-publishes it on /m3/memory/clips; serves /m3/memory/{search_node,search_clip,get_entity,get_names,get_stats}
-(m3_memory.memory_services).
+publishes it on /m3/memory/clips; serves /m3/memory/{search_node,search_clip,get_entity,get_names,get_stats,
+locate_entity} (m3_memory.memory_services).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rosgraph_msgs.msg import Clock as ClockMsg
 
 from m3_interfaces.msg import ClipMemory, EntityMatch, FaceTracks, IdentityUpdate, VoiceSegment
-from m3_interfaces.srv import GetEntity, GetNames, GetStats, SearchClip, SearchNode
+from m3_interfaces.srv import GetEntity, GetNames, GetStats, LocateEntity, SearchClip, SearchNode
 from m3_memory.assembly import clip_ingester, clip_windows, load_regions, make_memorizer, memory_location, open_memory
 from m3_memory.clip_window import ClipCloser, ClipWindows
 from m3_memory.errors import ModelMissingError, StoreError
@@ -135,6 +135,7 @@ class MemoryNode(MemoryServicesMixin, ManagedNode):
             (GetEntity, "get_entity", self._get_entity),
             (GetNames, "get_names", self._get_names),
             (GetStats, "get_stats", self._get_stats),
+            (LocateEntity, "locate_entity", self._locate_entity),
         ):
             self.live(
                 self.create_service(

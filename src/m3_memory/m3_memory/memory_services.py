@@ -1,4 +1,4 @@
-"""The memory node's services (search_node, search_clip, get_entity, get_names, get_stats): each request
+"""The memory node's services (search_node, search_clip, get_entity, get_names, get_stats, locate_entity): each request
 into the search API and its answer or error code back (a mixin of MemoryNode, which owns memory, encoders
 and the logger)."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 import traceback
 
 from m3_interfaces.msg import Entity
-from m3_interfaces.srv import GetEntity, GetNames, GetStats, SearchClip, SearchNode
+from m3_interfaces.srv import GetEntity, GetNames, GetStats, LocateEntity, SearchClip, SearchNode
 from m3_memory import errors
 from m3_memory.errors import MemoryApiError, StoreError
 from m3_memory.memory import Memory
-from m3_memory.memory_msgs import clip_msg, item_msg, request_stamp_ns, request_where, to_time
+from m3_memory.memory_msgs import clip_msg, item_msg, request_stamp_ns, request_where, sighting_msg, to_time
 
 
 class MemoryServicesMixin:
@@ -100,6 +100,18 @@ class MemoryServicesMixin:
                 crop_jpeg=view.crop_jpeg,
             )
             response.error_code = GetEntity.Response.OK
+        except Exception as error:  # noqa: BLE001 - every failure becomes an error code
+            return self._fail(response, error)
+        return response
+
+    def _locate_entity(self, request: LocateEntity.Request, response: LocateEntity.Response) -> LocateEntity.Response:
+        try:
+            located = self._require_memory().search.locate_entity(
+                request.entity_id, request.name, request_stamp_ns(request.before_stamp), int(request.max_sightings)
+            )
+            response.entity_id, response.name = located.entity_id, located.name
+            response.sightings = [sighting_msg(s) for s in located.sightings]
+            response.error_code = LocateEntity.Response.OK
         except Exception as error:  # noqa: BLE001 - every failure becomes an error code
             return self._fail(response, error)
         return response

@@ -8,7 +8,7 @@ import math
 import sqlite3
 
 import pytest
-from m3mem_evidence import S, clip, face, voice
+from m3mem_evidence import S, clip, face, match, voice
 from memory_backends import open_memory
 
 from m3_memory import errors
@@ -177,7 +177,8 @@ def test_a_version_1_store_reads_as_it_was_and_gains_the_place_tables_when_opene
     memory.close()
     conn = sqlite3.connect(directory / "memory.sqlite3")  # made into what version 1 wrote
     conn.executescript(
-        "DROP TABLE text_places; DROP TABLE clip_paths; UPDATE meta SET value='1' WHERE key='schema_version';"
+        "DROP TABLE text_places; DROP TABLE clip_paths; DROP TABLE sightings;"
+        "UPDATE meta SET value='1' WHERE key='schema_version';"
     )
     conn.close()
     (directory / SCHEMA_FILE).write_text(json.dumps({"format": "m3_memory", "schema_version": 1}))
@@ -198,3 +199,35 @@ def test_a_version_1_store_reads_as_it_was_and_gains_the_place_tables_when_opene
         assert said(reopened, "shed is locked").place is not None
     finally:
         reopened.close()
+
+
+def test_where_and_when_someone_was_last_seen_or_heard(placed):
+    memory = placed[0]
+    back = clip(
+        3, faces=[face("face_1", 95)], voices=[voice("voice_1", 96, 98, "hi, my name is Alice")],
+        matches=[match("face_1", "voice_1", 98)],
+    )  # fmt: skip
+    back.path = walk(90, 120, 10.0, 10.0, 1.0)  # in the front hall
+    memory.ingest(back)
+    search = memory.search
+    alice = search.locate_entity(name="alice", limit=5)
+    assert alice.name == "Alice" and alice.entity_id == memory.graph.person_of("face_1")
+    latest = alice.sightings[0]
+    assert (latest.clip_index, latest.place.region) == (3, "front hall")
+    assert {s.entity_id for s in alice.sightings} >= {"face_1", "voice_1"}
+    assert [s.last_ns for s in alice.sightings] == sorted((s.last_ns for s in alice.sightings), reverse=True)
+    before = search.locate_entity("face_1", before_ns=60 * S)  # as of one minute in: the kitchen walk
+    (seen,) = before.sightings
+    assert (seen.clip_index, seen.first_ns, seen.last_ns, seen.place.region) == (0, 2 * S, 2 * S, "kitchen")
+    assert math.isclose(seen.place.x, 1.0 + 2.0 * 2 / 30, abs_tol=1e-6)
+    assert search.locate_entity("voice_3").sightings[0].place is None  # heard where no pose was recorded
+    assert search.locate_entity("face_1", before_ns=1 * S).sightings == []
+    for call, code in (
+        (lambda: search.locate_entity(), errors.EMPTY_QUERY),
+        (lambda: search.locate_entity(name="Zed"), errors.UNKNOWN_ENTITY),
+        (lambda: search.locate_entity("face_99"), errors.UNKNOWN_ENTITY),
+        (lambda: search.locate_entity("face_1", limit=0), errors.INVALID_ARGUMENT),
+    ):
+        with pytest.raises(MemoryApiError) as caught:
+            call()
+        assert caught.value.code == code

@@ -14,7 +14,7 @@ from typing import Protocol
 
 import numpy as np
 
-from m3_memory.graph.records import EntityRecord, TextNode
+from m3_memory.graph.records import EntityRecord, Sighting, TextNode
 from m3_memory.place.poses import PoseSample
 from m3_memory.store.ann_index import CosineIndex
 
@@ -28,6 +28,7 @@ class Snapshot:
     text_vectors: np.ndarray | None = None  # row i = text_nodes[i]; may have spare rows past the end
     text_index: CosineIndex | None = None  # a saved index matching text_nodes exactly, or None (rebuild)
     node_clips: list[tuple[str, int]] = field(default_factory=list)  # (semantic node, clip), written order
+    sightings: list[Sighting] = field(default_factory=list)  # every entity's observations per clip, clip order
     entities: list[EntityRecord] = field(default_factory=list)
     aliases: dict[str, str] = field(default_factory=dict)  # merged person -> survivor
     entity_samples: dict[str, list[np.ndarray]] = field(default_factory=dict)  # entity -> embeddings, slot order
@@ -82,6 +83,9 @@ class StoreWriter(Protocol):
 
     def add_clip_path(self, clip_index: int, path: list[PoseSample]) -> None:
         """The robot's path through a new clip (stamp order; downsampled by the graph)."""
+
+    def add_sighting(self, sighting: Sighting) -> None:
+        """An entity's observations in a clip (one per entity and clip; a later one replaces it)."""
 
     def set_weight(self, node: TextNode) -> None:
         """Store node.weight as it is now."""

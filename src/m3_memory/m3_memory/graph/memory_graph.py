@@ -30,6 +30,7 @@ from m3_memory.graph.records import (
     EntityRecord,
     MemoryDraft,
     Place,
+    Sighting,
     TextNode,
 )
 from m3_memory.graph.tags import kind_of, seq_of
@@ -119,6 +120,9 @@ class MemoryGraph(PeopleMixin, MemoriesMixin):
             self.entity_memories: dict[str, list[str]] = {}
             self.evidence: dict[tuple[str, str], tuple[float, int]] = snap.evidence
             self.node_clips: dict[str, list[int]] = {}  # semantic node -> clips that created/reinforced it
+            self.sightings: dict[str, list[Sighting]] = {}  # face/voice id -> its sightings, clip order
+            for sighting in snap.sightings:
+                self.sightings.setdefault(sighting.entity_id, []).append(sighting)
             self.entity_index: dict[str, CosineIndex] = {}
             for idx, start, end, stored, ids in snap.clips:
                 self.clips[idx] = {
@@ -249,10 +253,11 @@ class MemoryGraph(PeopleMixin, MemoriesMixin):
             out[perception_id] = f"{kind}_{self.backend.entity_number(counters[kind])}"
         return out
 
-    def place_of(self, path: list[PoseSample], draft: MemoryDraft) -> Place | None:
-        """Where the robot was in the middle of what a memory tells, labelled with its region; None
-        without a pose then (no pose topic, or no pose within PLACE_TOLERANCE_NS of that time)."""
-        pose = pose_on(path, (draft.start_ns + draft.end_ns) // 2, PLACE_TOLERANCE_NS)
+    def place_at(self, path: list[PoseSample], stamp_ns: int) -> Place | None:
+        """Where the robot was at stamp_ns on a clip's path, labelled with its region; None without a pose
+        then (no pose topic, or no pose within PLACE_TOLERANCE_NS of that time). A memory's place is the
+        one in the middle of what it tells; a sighting's, the one at its last observation."""
+        pose = pose_on(path, stamp_ns, PLACE_TOLERANCE_NS)
         if pose is None:
             return None
         region = self.regions.region_of(pose.x, pose.y, pose.frame_id)
@@ -320,7 +325,8 @@ class MemoryGraph(PeopleMixin, MemoriesMixin):
         for entity_id, name in output.names:
             self._vote_name(writer, entity_id, name)
         for draft, vector in zip(output.drafts, draft_vectors, strict=True):
-            self._add_memory(writer, draft, vector, clip.clip_index, outcome, self.place_of(clip.path, draft))
+            place = self.place_at(clip.path, (draft.start_ns + draft.end_ns) // 2)
+            self._add_memory(writer, draft, vector, clip.clip_index, outcome, place)
         present = sorted({mapped[p] for p in mapped}, key=lambda e: (kind_of(e) or "", seq_of(e)))
         persons = sorted({self.person_of(e) for e in present} - {None}, key=seq_of)
         outcome.entity_ids = present + persons

@@ -13,7 +13,7 @@ import numpy as np
 from m3_memory.errors import StoreError
 from m3_memory.graph.backend import StoreWriter
 from m3_memory.graph.name_spellings import spelling_groups
-from m3_memory.graph.records import KIND_FACE, KIND_PERSON, KIND_VOICE, ClipEvidence, EntityRecord
+from m3_memory.graph.records import KIND_FACE, KIND_PERSON, KIND_VOICE, ClipEvidence, EntityRecord, Sighting
 from m3_memory.graph.tags import kind_of, seq_of
 from m3_memory.store.ann_index import CosineIndex
 
@@ -94,6 +94,9 @@ class PeopleMixin:
                 record.first_ns, record.first_clip = min(stamps), clip.clip_index
             record.observation_count += len(items)
             record.last_ns, record.last_clip = max(ends), clip.clip_index
+            sighting = Sighting(entity_id, clip.clip_index, min(stamps), max(ends), self.place_at(clip.path, max(ends)))
+            self.sightings.setdefault(entity_id, []).append(sighting)
+            writer.add_sighting(sighting)
             limit = self.config.max_face_embeddings if record.kind == KIND_FACE else self.config.max_voice_embeddings
             samples = self.entity_samples.setdefault(entity_id, [])
             new_samples = [usable_embedding(item.embedding) for _, item in items]

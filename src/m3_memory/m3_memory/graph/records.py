@@ -32,6 +32,18 @@ class Place:
     region: str = ""
 
 
+@dataclass(frozen=True)
+class Sighting:
+    """An entity observed in one clip (a face seen, a voice heard): its first and last observation there, and
+    where the robot was at the last one (None without a pose)."""
+
+    entity_id: str
+    clip_index: int
+    first_ns: int
+    last_ns: int
+    place: Place | None = None
+
+
 @dataclass
 class FaceEvidence:
     """One face observation (FaceObservation inside FaceTracks); face_id is the perception id."""

@@ -30,7 +30,7 @@ import numpy as np
 
 from m3_memory.errors import StoreError
 from m3_memory.graph.backend import Snapshot
-from m3_memory.graph.records import EntityRecord, Place, TextNode
+from m3_memory.graph.records import EntityRecord, Place, Sighting, TextNode
 from m3_memory.milvus.spool import ClipSpool
 from m3_memory.milvus.writer import (
     FLEET_NAMESPACE,
@@ -320,6 +320,11 @@ class MilvusBackend:
             place = places.get(row["node_id"])
             snap.text_nodes.append(TextNode(*values, weight=weight, entity_ids=list(row["entity_ids"]), place=place))
             snap.text_vectors[i] = np.asarray(row["vector"], dtype=np.float32)
+        sightings = [
+            Sighting(**{**d, "place": Place(**d["place"]) if d["place"] else None})
+            for d in by_kind.get("sighting", {}).values()
+        ]
+        snap.sightings = sorted(sightings, key=lambda s: (s.clip_index, s.entity_id))
         node_clips = sorted(by_kind.get("nodeclip", {}).values(), key=lambda d: d["order"])
         snap.node_clips = [(d["node"], d["clip"]) for d in node_clips if d["delta"] > 0]
         snap.node_clip_deltas = [(d["node"], d["clip"], d["delta"]) for d in node_clips]

@@ -15,7 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
-from m3_memory.graph.records import EntityRecord, TextNode
+from m3_memory.graph.records import EntityRecord, Sighting, TextNode
 from m3_memory.place.poses import PoseSample
 
 PEOPLE_KINDS = ("entity", "samples", "crop", "alias", "evidence")
@@ -153,6 +153,9 @@ class MilvusWriter:
             self.new_nodes.setdefault(node.clip_index, []).append(node.node_id)
             if node.place is not None:
                 self._put("place", node.node_id, asdict(node.place))
+
+    def add_sighting(self, sighting: Sighting) -> None:
+        self._put("sighting", f"{sighting.entity_id}|{sighting.clip_index}", asdict(sighting))
 
     def add_clip_path(self, clip_index: int, path: list[PoseSample]) -> None:
         if path:

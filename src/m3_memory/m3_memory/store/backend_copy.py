@@ -25,6 +25,7 @@ def counts(snapshot) -> dict[str, int]:
         "evidence": len(snapshot.evidence),
         "weight_changes": len(snapshot.node_clip_deltas),
         "places": sum(node.place is not None for node in snapshot.text_nodes),
+        "sightings": len(snapshot.sightings),
     }
 
 
@@ -41,6 +42,8 @@ def copy_memory(source: MemoryBackend, destination: MemoryBackend, text_dim: int
         for index, *_ in snap.clips:
             if path := source.clip_path(index):
                 writer.add_clip_path(index, path)
+        for sighting in snap.sightings:
+            writer.add_sighting(sighting)
         count = len(snap.text_nodes)
         writer.add_text_nodes(snap.text_nodes, snap.text_vectors[:count])
         for node in snap.text_nodes:

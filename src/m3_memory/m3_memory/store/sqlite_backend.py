@@ -17,7 +17,7 @@ import numpy as np
 
 from m3_memory.errors import StoreError
 from m3_memory.graph.backend import Snapshot
-from m3_memory.graph.records import EntityRecord, Place, TextNode
+from m3_memory.graph.records import EntityRecord, Place, Sighting, TextNode
 from m3_memory.place.poses import PoseSample
 from m3_memory.store import saved_index
 from m3_memory.store.ann_index import CosineIndex
@@ -119,6 +119,14 @@ class SqliteWriter:
             [(n.node_id, *astuple(n.place)) for n in nodes if n.place is not None],
         )
 
+    def add_sighting(self, sighting: Sighting) -> None:
+        place = astuple(sighting.place) if sighting.place is not None else (None,) * 5
+        self.conn.execute(
+            "INSERT OR REPLACE INTO sightings(entity_id, clip_index, first_ns, last_ns, frame_id, x, y, yaw, region)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (sighting.entity_id, sighting.clip_index, sighting.first_ns, sighting.last_ns, *place),
+        )
+
     def add_clip_path(self, clip_index: int, path: list[PoseSample]) -> None:
         self.conn.executemany(
             "INSERT INTO clip_paths(clip_index, stamp_ns, frame_id, x, y, yaw) VALUES (?, ?, ?, ?, ?, ?)",
@@ -183,6 +191,13 @@ class SqliteBackend:
         if saved is not None:
             labels = [node.seq for node in snap.text_nodes]
             snap.text_index = CosineIndex.load(saved, text_dim, labels, snap.text_vectors)
+        if self.store.has_places:
+            for entity_id, clip_index, first, last, *place in conn.execute(
+                "SELECT entity_id, clip_index, first_ns, last_ns, frame_id, x, y, yaw, region FROM sightings"
+                " ORDER BY clip_index, entity_id"
+            ):
+                where = Place(*place) if place[0] is not None else None
+                snap.sightings.append(Sighting(entity_id, clip_index, first, last, where))
         reinforced = "SELECT node_id, clip_index FROM node_clips WHERE delta > 0 ORDER BY rowid"
         snap.node_clips = list(conn.execute(reinforced))
         for row in conn.execute(

@@ -23,7 +23,9 @@ import numpy as np
 from m3_memory.errors import SchemaVersionError, StoreError
 from m3_memory.store.check import integrity_problems, one_line
 
-SCHEMA_VERSION = 2  # 2 added the place tables (text_places, clip_paths); a version-1 store gains them on open
+SCHEMA_VERSION = (
+    2  # 2 added the place tables (text_places, clip_paths, sightings); a version-1 store gains them on open
+)
 FORMAT_NAME = "m3_memory"
 DB_FILE = "memory.sqlite3"
 SCHEMA_FILE = "schema.json"
@@ -63,7 +65,8 @@ CREATE TABLE IF NOT EXISTS evidence (
 CREATE INDEX IF NOT EXISTS text_nodes_clip ON text_nodes(clip_index);
 CREATE INDEX IF NOT EXISTS edges_entity ON edges(entity_id);
 """
-# Schema 2: where each memory happened and the robot's path through each clip (m3_memory.place)
+# Schema 2: where each memory happened, the robot's path through each clip (m3_memory.place), and each
+# entity's sightings per clip (first and last observation there, where the robot was at the last one)
 _PLACE_DDL = """
 CREATE TABLE IF NOT EXISTS text_places (
     node_id TEXT PRIMARY KEY REFERENCES text_nodes(node_id), frame_id TEXT NOT NULL,
@@ -71,14 +74,18 @@ CREATE TABLE IF NOT EXISTS text_places (
 CREATE TABLE IF NOT EXISTS clip_paths (
     clip_index INTEGER NOT NULL REFERENCES clips(clip_index), stamp_ns INTEGER NOT NULL, frame_id TEXT NOT NULL,
     x REAL NOT NULL, y REAL NOT NULL, yaw REAL NOT NULL, PRIMARY KEY (clip_index, stamp_ns));
+CREATE TABLE IF NOT EXISTS sightings (
+    entity_id TEXT NOT NULL, clip_index INTEGER NOT NULL REFERENCES clips(clip_index), first_ns INTEGER NOT NULL,
+    last_ns INTEGER NOT NULL, frame_id TEXT, x REAL, y REAL, yaw REAL, region TEXT,
+    PRIMARY KEY (entity_id, clip_index));
 """
 _DDL += _PLACE_DDL
 # In dependency order (a table after those it references): export, import and repair copy in this order.
 TABLES = (
     "meta", "counters", "clips", "text_nodes", "node_clips", "entities", "entity_embeddings", "aliases", "edges",
-    "evidence", "text_places", "clip_paths",
+    "evidence", "text_places", "clip_paths", "sightings",
 )  # fmt: skip
-PLACE_TABLES = ("text_places", "clip_paths")  # new in schema 2: a version-1 store has none of them
+PLACE_TABLES = ("text_places", "clip_paths", "sightings")  # new in schema 2: a version-1 store has none of them
 
 
 def vector_to_blob(vector: np.ndarray) -> bytes:
@@ -391,6 +398,7 @@ class MemoryStore:
             "evidence": rows("SELECT * FROM evidence ORDER BY id1, id2"),
             "text_places": rows("SELECT * FROM text_places ORDER BY node_id") if self.has_places else [],
             "clip_paths": rows("SELECT * FROM clip_paths ORDER BY clip_index, stamp_ns") if self.has_places else [],
+            "sightings": rows("SELECT * FROM sightings ORDER BY clip_index, entity_id") if self.has_places else [],
         }
         if include_embeddings:
             data["entity_embeddings"] = rows("SELECT * FROM entity_embeddings ORDER BY entity_id, slot")
