@@ -86,6 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     v2b.add_argument("--jpeg-quality", type=int, default=85, help="JPEG quality 1..100 (default 85)")
     v2b.add_argument("--max-height", type=int, default=720, help="downscale taller frames; 0 keeps them (default 720)")
     v2b.add_argument("--start-time", type=float, default=0.0, help="header stamp of the video's start [s] (default 0)")
+    v2b.add_argument(
+        "--poses", default="", metavar="FILE", help="the robot's pose track, CSV or JSON (t [s], x, y [m], yaw [rad])"
+    )
+    v2b.add_argument("--pose-topic", default="/amcl_pose", help="topic of the pose track (PoseWithCovarianceStamped)")
     v2b.add_argument("--quiet", action="store_true", help="no progress bar")
     v2b.set_defaults(func=commands.cmd_video2bag)
 

@@ -82,6 +82,7 @@ def cmd_node(args: argparse.Namespace) -> int:
 def cmd_video2bag(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from m3_agent.recording.pose_track import load_poses
     from m3_agent.recording.video2bag import ConversionOptions, convert, media_duration_s
 
     options = ConversionOptions(
@@ -92,6 +93,8 @@ def cmd_video2bag(args: argparse.Namespace) -> int:
         jpeg_quality=args.jpeg_quality,
         max_height=args.max_height,
         start_time_s=args.start_time,
+        poses=tuple(load_poses(args.poses)) if args.poses else (),
+        pose_topic=args.pose_topic,
     )
     options.validate()
     duration_s = media_duration_s(args.video)

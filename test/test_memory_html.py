@@ -149,3 +149,25 @@ def test_page_in_headless_chromium(export, tmp_path):
     visible = " ".join(re.sub(r"<[^>]+>", " ", dom).split())
     assert "2 people · 2 clips · 2 episodic · 1 semantic memories" in visible
     assert 'Alice says: "My name is Alice."' in visible  # <face_1> rendered as the person's name
+
+
+def test_places_paths_and_replaced_memories_are_shown(export):
+    placed = {
+        **export,
+        "text_places": [
+            {"node_id": "episodic_1", "frame_id": "map", "x": 1.0, "y": 2.0, "yaw": 0.0, "region": "kitchen"},
+            {"node_id": "episodic_3", "frame_id": "map", "x": 9.0, "y": 2.0, "yaw": 0.0, "region": ""},
+        ],
+        "clip_paths": [
+            {"clip_index": 0, "stamp_ns": 100 * S, "frame_id": "map", "x": 0.0, "y": 2.0, "yaw": 0.0},
+            {"clip_index": 1, "stamp_ns": 140 * S, "frame_id": "map", "x": 10.0, "y": 2.0, "yaw": 0.0},
+        ],
+        "validity": [{"node_id": "episodic_1", "valid_until_ns": 140 * S, "superseded_by": "episodic_3"}],
+    }
+    page = memory_html.render(placed)
+    assert '<polyline points="20.0,400.0 400.0,400.0"' in page  # 10 m across the 380 px drawing, y up
+    assert 'cx="58.0" cy="400.0"' in page and "episodic_1: kitchen" in page
+    assert "@ kitchen" in page and "@ (9.0, 2.0) in map" in page
+    assert 'class="memory episodic replaced" id="episodic_1"' in page
+    assert "valid until 00:40, replaced by" in page and 'href="#episodic_3"' in page
+    assert "<h2>Map</h2>" not in memory_html.render(export)  # no pose recorded: no map

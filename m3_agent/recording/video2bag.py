@@ -3,7 +3,8 @@
 The video is decoded packet by packet with PyAV, so memory stays bounded for a 30-minute 1080p
 episode: frames are sampled at `fps`, JPEG-encoded into sensor_msgs/CompressedImage, and the
 audio track is resampled to 16 kHz mono S16LE m3_interfaces/AudioChunk messages. Header stamps
-are stream time: `start_time_s` plus the media timestamp.
+are stream time: `start_time_s` plus the media timestamp. A pose track (`poses`) is written beside them as
+geometry_msgs/PoseWithCovarianceStamped, in time order with the frames and audio.
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ import cv2
 import numpy as np
 from rosbags.rosbag2 import StoragePlugin, Writer
 
+from m3_agent.recording.pose_track import TrackPose
 from m3_agent.recording.typestore import AUDIO_CHUNK, COMPRESSED_IMAGE, m3_typestore
+
+POSE = "geometry_msgs/msg/PoseWithCovarianceStamped"
 
 AUDIO_RATE_HZ = 16000
 STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
@@ -36,6 +40,8 @@ class ConversionOptions:
     max_height: int = 720  # downscale taller frames to bound the bag size; 0 keeps the original
     audio_chunk_s: float = 0.1
     start_time_s: float = 0.0
+    poses: tuple[TrackPose, ...] = ()  # the robot's pose track (m3_agent.recording.pose_track); () = none
+    pose_topic: str = "/amcl_pose"  # written as geometry_msgs/PoseWithCovarianceStamped, as AMCL publishes
 
     def validate(self) -> None:
         if not 0.1 <= self.fps <= 60:
@@ -58,6 +64,7 @@ class ConversionReport:
     frames: int = 0
     audio_chunks: int = 0
     audio_samples: int = 0
+    poses: int = 0
 
 
 def _stamp(typestore, seconds: float):
@@ -79,6 +86,19 @@ def _encode_jpeg(frame: av.VideoFrame, options: ConversionOptions) -> np.ndarray
     if not ok:
         raise RuntimeError("JPEG encoding failed")
     return encoded.reshape(-1)
+
+
+def _pose_message(typestore, pose: TrackPose, stamp_s: float):
+    types = typestore.types
+    inner = types["geometry_msgs/msg/Pose"](
+        position=types["geometry_msgs/msg/Point"](x=pose.x, y=pose.y, z=0.0),
+        orientation=types["geometry_msgs/msg/Quaternion"](
+            x=0.0, y=0.0, z=math.sin(pose.yaw / 2), w=math.cos(pose.yaw / 2)
+        ),
+    )
+    covariance = np.zeros(36, dtype=np.float64)
+    with_covariance = types["geometry_msgs/msg/PoseWithCovariance"](pose=inner, covariance=covariance)
+    return types[POSE](header=_header(typestore, stamp_s, pose.frame_id), pose=with_covariance)
 
 
 def convert(
@@ -110,6 +130,18 @@ def convert(
             raise ValueError(f"{video} has neither a video nor an audio stream")
         image_conn = writer.add_connection(options.image_topic, COMPRESSED_IMAGE, typestore=typestore)
         audio_conn = writer.add_connection(options.audio_topic, AUDIO_CHUNK, typestore=typestore)
+        pose_conn = writer.add_connection(options.pose_topic, POSE, typestore=typestore) if options.poses else None
+        poses = list(options.poses)
+
+        def write_poses(until_s: float) -> None:
+            """The track's poses up to media time until_s, so the bag stays in time order."""
+            while poses and poses[0].t_s <= until_s:
+                pose = poses.pop(0)
+                stamp_s = options.start_time_s + pose.t_s
+                message = typestore.serialize_cdr(_pose_message(typestore, pose, stamp_s), POSE)
+                writer.write(pose_conn, round(stamp_s * 1e9), message)
+                report.poses += 1
+
         for stream in streams:
             stream.thread_type = "AUTO"
         resampler = av.AudioResampler(format="s16", layout="mono", rate=AUDIO_RATE_HZ)
@@ -146,6 +178,7 @@ def convert(
                 if frame.time is None:
                     continue
                 media_s = float(frame.time)
+                write_poses(media_s)
                 if isinstance(frame, av.AudioFrame):
                     take_audio(resampler.resample(frame))
                 elif media_s + 1e-6 >= next_frame_s:
@@ -164,6 +197,7 @@ def convert(
         take_audio(resampler.resample(None))
         if len(pending):
             write_audio(pending)
+        write_poses(math.inf)
     return report
 
 

@@ -1,8 +1,10 @@
 """Render a memory export (MemoryStore.export_json) as one self-contained HTML page.
 
 The page shows people with their faces, voices and names; every clip on a timeline with its
-episodic and semantic memories; and, when given, the answers of an evaluation with links to the
-memories that support them. Entity tags such as <face_2> are rendered as the person's name.
+episodic and semantic memories (where each happened, and which were replaced by a newer statement, with
+when); a map of the robot's path and the memories' places when poses were recorded; and, when given, the
+answers of an evaluation with links to the memories that support them. Entity tags such as <face_2> are
+rendered as the person's name.
 """
 
 from __future__ import annotations
@@ -92,7 +94,40 @@ def _people(export: dict, names: _Names) -> list[dict]:
     return people
 
 
+MAP_W, MAP_H, MAP_MARGIN = 640, 420, 20  # the map's drawing size [px]
+
+
+def _map(export: dict) -> dict | None:
+    """The robot's path (clip_paths) and the memories' places (text_places) scaled into the map's pixels, the
+    y axis up as on a map; None when no pose was recorded."""
+    places, paths = export.get("text_places", []), export.get("clip_paths", [])
+    points = [(p["x"], p["y"]) for p in places] + [(p["x"], p["y"]) for p in paths]
+    if not points:
+        return None
+    xs, ys = [x for x, _ in points], [y for _, y in points]
+    span = max(max(xs) - min(xs), max(ys) - min(ys), 1.0)
+    scale = min(MAP_W, MAP_H) - 2 * MAP_MARGIN
+
+    def pixel(x: float, y: float) -> tuple[float, float]:
+        return (
+            round(MAP_MARGIN + (x - min(xs)) / span * scale, 1),
+            round(MAP_H - MAP_MARGIN - (y - min(ys)) / span * scale, 1),
+        )
+
+    by_clip: dict[int, list[dict]] = defaultdict(list)
+    for sample in sorted(paths, key=lambda p: (p["clip_index"], p["stamp_ns"])):
+        by_clip[sample["clip_index"]].append(sample)
+    path = " ".join(f"{px},{py}" for c in sorted(by_clip) for px, py in (pixel(s["x"], s["y"]) for s in by_clip[c]))
+    marks = [
+        {"id": p["node_id"], "px": pixel(p["x"], p["y"]), "label": p["region"] or f"({p['x']:.1f}, {p['y']:.1f})"}
+        for p in places
+    ]
+    return {"width": MAP_W, "height": MAP_H, "path": path, "marks": marks, "metres": round(span, 1)}
+
+
 def _timeline(export: dict, names: _Names) -> list[dict]:
+    places = {p["node_id"]: p for p in export.get("text_places", [])}
+    validity = {v["node_id"]: v for v in export.get("validity", [])}
     by_clip: dict[int, list[dict]] = defaultdict(list)
     for node in export.get("text_nodes", []):
         by_clip[node["clip_index"]].append(node)
@@ -114,6 +149,8 @@ def _timeline(export: dict, names: _Names) -> list[dict]:
                     "parts": parts,
                     "weight": node["weight"],
                     "at": _ns_to_clock(node["start_ns"] - export["clips"][0]["start_ns"]),
+                    "where": _where(places.get(node["node_id"])),
+                    "replaced": _replaced(validity.get(node["node_id"]), export["clips"][0]["start_ns"]),
                 }
             )
         start0 = export["clips"][0]["start_ns"]
@@ -129,6 +166,19 @@ def _timeline(export: dict, names: _Names) -> list[dict]:
     return clips
 
 
+def _where(place: dict | None) -> str:
+    if place is None:
+        return ""
+    return place["region"] or f"({place['x']:.1f}, {place['y']:.1f}) in {place['frame_id']}"
+
+
+def _replaced(valid: dict | None, start0: int) -> dict | None:
+    """When and by what a memory's statement was replaced (its validity interval ends then)."""
+    if valid is None:
+        return None
+    return {"by": valid["superseded_by"], "at": _ns_to_clock(valid["valid_until_ns"] - start0)}
+
+
 def render(export: dict, answers: list[dict] | None = None, title: str = "m3 memory") -> str:
     """answers: dicts with question, answer, ground_truth, verdict, evidence (node ids), type."""
     names = _Names(export)
@@ -140,6 +190,7 @@ def render(export: dict, answers: list[dict] | None = None, title: str = "m3 mem
         title=title,
         people=_people(export, names),
         clips=_timeline(export, names),
+        map=_map(export),
         answers=[{**a, "evidence": [e for e in a.get("evidence", []) if e in known]} for a in answers or []],
         counts={
             kind: sum(1 for n in export.get("text_nodes", []) if n["kind"] == kind) for kind in ("episodic", "semantic")

@@ -94,10 +94,12 @@ def memory_of(item, score: float | None = None) -> Memory:
     end_ns = getattr(item, "end_ns", None)
     if end_ns is None:  # a message: builtin_interfaces/Time
         end_ns = int(item.end.sec) * 1_000_000_000 + int(item.end.nanosec)
+    replaced_by = str(getattr(item, "superseded_by", ""))
     return Memory(
         node_id=item.node_id,
         kind=item.kind,
-        text=item.text,
+        # a statement a newer memory replaced says so, for every reasoner (both sides are then in evidence)
+        text=f"{item.text} (no longer true: replaced by {replaced_by})" if replaced_by else item.text,
         clip_index=int(item.clip_index),
         score=float(item.score if score is None else score),
         entity_ids=tuple(item.entity_ids),

@@ -48,6 +48,8 @@ def item_msg(node: TextNode | SearchHit, score: float = 0.0, robot_id: str = "")
         score=float(getattr(node, "score", score) if isinstance(node, SearchHit) else score),
         robot_id=node.robot_id if isinstance(node, SearchHit) else robot_id,
         place=place_msg(node.place),
+        valid_until=to_time(node.valid_until_ns),
+        superseded_by=node.superseded_by,
     )
 
 

@@ -177,7 +177,7 @@ def test_a_version_1_store_reads_as_it_was_and_gains_the_place_tables_when_opene
     memory.close()
     conn = sqlite3.connect(directory / "memory.sqlite3")  # made into what version 1 wrote
     conn.executescript(
-        "DROP TABLE text_places; DROP TABLE clip_paths; DROP TABLE sightings;"
+        "DROP TABLE text_places; DROP TABLE clip_paths; DROP TABLE sightings; DROP TABLE validity;"
         "UPDATE meta SET value='1' WHERE key='schema_version';"
     )
     conn.close()

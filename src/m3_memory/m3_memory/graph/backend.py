@@ -84,6 +84,9 @@ class StoreWriter(Protocol):
     def add_clip_path(self, clip_index: int, path: list[PoseSample]) -> None:
         """The robot's path through a new clip (stamp order; downsampled by the graph)."""
 
+    def set_validity(self, node: TextNode) -> None:
+        """Store node.valid_until_ns and node.superseded_by as they are now (a newer memory replaced it)."""
+
     def add_sighting(self, sighting: Sighting) -> None:
         """An entity's observations in a clip (one per entity and clip; a later one replaces it)."""
 

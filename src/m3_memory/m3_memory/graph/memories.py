@@ -11,8 +11,11 @@ import time
 import numpy as np
 
 from m3_memory.graph.backend import StoreWriter
+from m3_memory.graph.fact_changes import facts_of, supersedes
 from m3_memory.graph.records import KIND_EPISODIC, KIND_SEMANTIC, ClipEvidence, MemoryDraft, Place, TextNode
 from m3_memory.graph.tags import kind_of, seq_of, tags_in
+
+FACT_NEIGHBOURS = 50  # older memories a new statement is compared with (its nearest by meaning)
 
 
 class MemoriesMixin:
@@ -63,6 +66,7 @@ class MemoriesMixin:
             entity_ids, place,
         )  # fmt: skip
         writer.add_text_nodes([node], vector[None, :])
+        self._supersede(writer, node, vector)
         self._cache_text(node)
         self.text_index.add([seq], vector[None, :])
         self.node_clips[node.node_id] = [clip_index]
@@ -74,6 +78,24 @@ class MemoriesMixin:
         else:
             self.clips[clip_index]["episodic"].append(node.node_id)
             outcome.episodic.append(node.node_id)
+
+    def _supersede(self, writer: StoreWriter, node: TextNode, vector: np.ndarray) -> None:
+        """Mark the older memories whose statement this new one replaces ("the keys are now on the shelf",
+        "the meeting moved to Friday"; graph/fact_changes.py): they are kept, with when they stopped being
+        true and the memory that replaced them. Candidates are the new memory's nearest older memories by
+        meaning (two statements about one thing are close), so nothing is indexed at load and a clip costs
+        one index search per memory that states a fact."""
+        facts = facts_of(node.text)
+        if not facts:
+            return
+        for label, _ in self.text_index.search(vector, FACT_NEIGHBOURS):
+            old = self.text.get(self.text_by_seq.get(label, ""))
+            if old is None or old.superseded_by or old.start_ns > node.start_ns or old.node_id == node.node_id:
+                continue
+            older = facts_of(old.text)
+            if any(supersedes(fact, earlier) for fact in facts for earlier in older):
+                old.valid_until_ns, old.superseded_by = node.start_ns, node.node_id
+                writer.set_validity(old)
 
     def _semantic_candidates(self, about: frozenset[str]) -> list[str]:
         """Semantic memories that may be about the same entities: those linked to one of them (all
@@ -97,8 +119,8 @@ class MemoriesMixin:
     def add_episodic_bulk(self, clips: list[tuple[ClipEvidence, list[MemoryDraft]]], vectors: np.ndarray) -> int:
         """Bulk building of large memories: many clips of episodic memories in ONE transaction and
         one batched index insert. Each clip is new and holds only episodic drafts whose tags name
-        known entities; no entity observations, names or matches (use apply_clip for those). A
-        repeated text within a clip is stored once; the replay check of apply_clip (same text and
+        known entities; no entity observations, names, matches or superseded facts (use apply_clip for
+        those). A repeated text within a clip is stored once; the replay check of apply_clip (same text and
         times in an earlier clip) is skipped, so the caller must not feed the same event twice.
         Returns the number of memories stored; atomic like apply_clip (all of it or none)."""
         total = sum(len(drafts) for _, drafts in clips)

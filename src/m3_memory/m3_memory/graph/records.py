@@ -144,6 +144,14 @@ class TextNode:
     weight: float
     entity_ids: list[str] = field(default_factory=list)
     place: Place | None = None  # where the robot was when it happened; None = no pose recorded
+    valid_until_ns: int = 0  # when a newer memory replaced what it states (stream clock); 0 = still valid
+    superseded_by: str = ""  # the memory that replaced it; "" = none
+
+    def known_at(self, stamp_ns: int) -> TextNode:
+        """The memory as it was known at stamp_ns (0 = now): a replacement that came later is not known then."""
+        if self.valid_until_ns and stamp_ns and self.valid_until_ns > stamp_ns:
+            return replace(self, valid_until_ns=0, superseded_by="")
+        return self
 
 
 @dataclass
@@ -183,6 +191,6 @@ class ClipRecord:
         """The clip as it was known at stamp_ns: only memories that had started by then."""
         return replace(
             self,
-            episodic=[n for n in self.episodic if n.start_ns <= stamp_ns],
-            semantic=[n for n in self.semantic if n.start_ns <= stamp_ns],
+            episodic=[n.known_at(stamp_ns) for n in self.episodic if n.start_ns <= stamp_ns],
+            semantic=[n.known_at(stamp_ns) for n in self.semantic if n.start_ns <= stamp_ns],
         )

@@ -310,6 +310,7 @@ class MilvusBackend:
             listed.update(data.get("nodes", []))
         weights = {name: float(data["value"]) for name, data in by_kind.get("weight", {}).items()}
         places = {name: Place(**data) for name, data in by_kind.get("place", {}).items()}
+        validity = by_kind.get("validity", {})
         expr = f'robot_id == "{self.robot_id}"'
         rows = [r for r in self._iterate(self.text_name, expr, [*TEXT_FIELDS, "vector"]) if r["node_id"] in listed]
         rows.sort(key=lambda r: r["seq"])
@@ -317,8 +318,10 @@ class MilvusBackend:
         for i, row in enumerate(rows):
             values = [row[name] for name in TEXT_FIELDS[:7]]
             weight = weights.get(row["node_id"], 1.0)
-            place = places.get(row["node_id"])
-            snap.text_nodes.append(TextNode(*values, weight=weight, entity_ids=list(row["entity_ids"]), place=place))
+            place, valid = places.get(row["node_id"]), validity.get(row["node_id"], {"until": 0, "by": ""})
+            snap.text_nodes.append(
+                TextNode(*values, weight, list(row["entity_ids"]), place, valid["until"], valid["by"])
+            )
             snap.text_vectors[i] = np.asarray(row["vector"], dtype=np.float32)
         sightings = [
             Sighting(**{**d, "place": Place(**d["place"]) if d["place"] else None})

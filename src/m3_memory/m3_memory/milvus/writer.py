@@ -154,6 +154,9 @@ class MilvusWriter:
             if node.place is not None:
                 self._put("place", node.node_id, asdict(node.place))
 
+    def set_validity(self, node: TextNode) -> None:
+        self._put("validity", node.node_id, {"until": node.valid_until_ns, "by": node.superseded_by})
+
     def add_sighting(self, sighting: Sighting) -> None:
         self._put("sighting", f"{sighting.entity_id}|{sighting.clip_index}", asdict(sighting))
 

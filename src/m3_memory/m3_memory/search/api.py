@@ -44,6 +44,9 @@ __all__ = ["EntityView", "MemorySearch", "SearchConfig", "SearchHit", "Stats", "
 
 MAX_TOP_K = 100
 MAX_VARIANTS = 16  # alias expansion of a query is capped (cartesian product of its tags)
+# A memory whose statement a newer one replaced (graph/fact_changes.py) ranks this much lower [cosine]: below
+# the memory that replaced it when both match the query about as well, still found when only it matches.
+SUPERSEDED_PENALTY = 0.1
 
 
 class MemorySearch(EntitySearchMixin):
@@ -157,6 +160,9 @@ class MemorySearch(EntitySearchMixin):
                 for label, score in graph.text_index.search(vector, k, keep):
                     node_id = graph.text_by_seq[label]
                     best[node_id] = max(best.get(node_id, -2.0), score)
+        for node_id in best:  # a statement replaced by then ranks below the one that replaced it
+            if graph.text[node_id].known_at(before_stamp_ns).superseded_by:
+                best[node_id] -= SUPERSEDED_PENALTY
         return sorted(best.items(), key=lambda item: (-item[1], graph.text[item[0]].seq))[:k]
 
     # -- search_node ------------------------------------------------------------------------------
@@ -203,7 +209,10 @@ class MemorySearch(EntitySearchMixin):
                 with self.graph.lock:
                     if scope.local:
                         local = self._text_hits(vectors, top_k, text_kinds, before_clip, before_stamp_ns, where)
-                        hits += [self._hit(self.graph.text[node_id], score) for node_id, score in local]
+                        hits += [
+                            self._hit(self.graph.text[node_id].known_at(before_stamp_ns), score)
+                            for node_id, score in local
+                        ]
                 hits += self.fleet.node_hits(
                     scope, vectors, top_k, text_kinds, before_clip, before_stamp_ns, where.after_ns
                 )
@@ -219,7 +228,8 @@ class MemorySearch(EntitySearchMixin):
     def _hit(self, node: TextNode, score: float) -> SearchHit:
         return SearchHit(
             node.node_id, node.kind, node.text, node.clip_index, node.start_ns, node.end_ns,
-            list(node.entity_ids), node.weight, score, self.fleet.own, node.place,
+            list(node.entity_ids), node.weight, score, self.fleet.own, node.place, node.valid_until_ns,
+            node.superseded_by,
         )  # fmt: skip
 
     def where(self, after_ns: int = 0, region: str = "", x: float = 0.0, y: float = 0.0, radius_m: float = 0.0):

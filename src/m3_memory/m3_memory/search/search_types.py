@@ -35,6 +35,8 @@ class SearchHit:
     score: float
     robot_id: str = ""  # the robot that stored a text memory; "" for entities (people are the fleet's)
     place: Place | None = None  # where a text memory happened; None without a pose, and for entities
+    valid_until_ns: int = 0  # when a newer memory replaced what it states, as known at the query's as-of time
+    superseded_by: str = ""  # that newer memory; "" = still valid
 
 
 @dataclass

@@ -49,6 +49,8 @@ def copy_memory(source: MemoryBackend, destination: MemoryBackend, text_dim: int
         for node in snap.text_nodes:
             if node.weight != 1.0:
                 writer.set_weight(node)
+            if node.superseded_by:
+                writer.set_validity(node)
         for node_id, clip_index, delta in snap.node_clip_deltas:
             writer.add_node_clip(node_id, clip_index, delta)
         for record in snap.entities:
@@ -73,8 +75,11 @@ def verify_copy(source: MemoryBackend, destination: MemoryBackend, text_dim: int
     a, b = source.load(text_dim), destination.load(text_dim)
     problems = [f"{key}: {value} in the source, {counts(b)[key]} in the copy"
                 for key, value in counts(a).items() if counts(b)[key] != value]  # fmt: skip
-    nodes_a = {n.node_id: (n.text, n.weight, n.clip_index, n.entity_ids, n.place) for n in a.text_nodes}
-    nodes_b = {n.node_id: (n.text, n.weight, n.clip_index, n.entity_ids, n.place) for n in b.text_nodes}
+
+    def node(n):
+        return n.text, n.weight, n.clip_index, n.entity_ids, n.place, n.valid_until_ns, n.superseded_by
+
+    nodes_a, nodes_b = {n.node_id: node(n) for n in a.text_nodes}, {n.node_id: node(n) for n in b.text_nodes}
     problems += [f"memory {node_id} differs" for node_id in sorted(nodes_a) if nodes_a[node_id] != nodes_b.get(node_id)]
     entities_b = {r.entity_id: r for r in b.entities}
     problems += [f"entity {r.entity_id} differs" for r in a.entities if entities_b.get(r.entity_id) != r]

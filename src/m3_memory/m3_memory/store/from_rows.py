@@ -73,6 +73,7 @@ _ORPHANS = {  # in this order: a text node that goes takes its node_clips and ed
     "OR clip_index NOT IN (SELECT clip_index FROM clips)",
     "edges": "DELETE FROM edges WHERE node_id NOT IN (SELECT node_id FROM text_nodes)",
     "text_places": "DELETE FROM text_places WHERE node_id NOT IN (SELECT node_id FROM text_nodes)",
+    "validity": "DELETE FROM validity WHERE node_id NOT IN (SELECT node_id FROM text_nodes)",
     "clip_paths": "DELETE FROM clip_paths WHERE clip_index NOT IN (SELECT clip_index FROM clips)",
     "sightings": "DELETE FROM sightings WHERE clip_index NOT IN (SELECT clip_index FROM clips)",
     "entity_embeddings": "DELETE FROM entity_embeddings WHERE entity_id NOT IN (SELECT entity_id FROM entities)",

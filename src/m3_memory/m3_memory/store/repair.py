@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 from m3_memory.store.check import integrity_problems
 from m3_memory.store.from_rows import columns, drop_orphans, insert_rows, new_store_dir, open_and_count, raise_counters
-from m3_memory.store.sqlite_store import PLACE_TABLES, TABLES, MemoryStore
+from m3_memory.store.sqlite_store import TABLES, V2_TABLES, MemoryStore
 
 MAX_ROWID = 2**63 - 1
 _JSON_COLUMNS = {("clips", "entity_ids"), ("entities", "name_votes")}
@@ -128,7 +128,7 @@ def salvage(source_dir: str, target: str) -> dict:
                     bytes(n).decode() for (n,) in src.execute("SELECT name FROM sqlite_master WHERE type='table'")
                 }
                 for table in TABLES:
-                    if table not in present and table in PLACE_TABLES:  # a version-1 store: nothing to copy
+                    if table not in present and table in V2_TABLES:  # a version-1 store: nothing to copy
                         continue
                     cols = columns(conn, table)
                     names = [c[0] for c in cols]

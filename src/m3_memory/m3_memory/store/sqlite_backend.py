@@ -119,6 +119,12 @@ class SqliteWriter:
             [(n.node_id, *astuple(n.place)) for n in nodes if n.place is not None],
         )
 
+    def set_validity(self, node: TextNode) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO validity(node_id, valid_until_ns, superseded_by) VALUES (?, ?, ?)",
+            (node.node_id, node.valid_until_ns, node.superseded_by),
+        )
+
     def add_sighting(self, sighting: Sighting) -> None:
         place = astuple(sighting.place) if sighting.place is not None else (None,) * 5
         self.conn.execute(
@@ -179,14 +185,18 @@ class SqliteBackend:
         for node_id, entity_id in conn.execute("SELECT node_id, entity_id FROM edges ORDER BY rowid"):
             edges.setdefault(node_id, []).append(entity_id)
         saved = self._saved_text_index(conn, text_dim)
-        places = {}
+        places, validity = {}, {}
         if self.store.has_places:
             for node_id, *place in conn.execute("SELECT node_id, frame_id, x, y, yaw, region FROM text_places"):
                 places[node_id] = Place(*place)
+            validity = {row[0]: row[1:] for row in conn.execute("SELECT * FROM validity")}
         for row in conn.execute(
             "SELECT node_id, seq, kind, text, clip_index, start_ns, end_ns, weight FROM text_nodes ORDER BY seq"
         ):
-            snap.text_nodes.append(TextNode(*row, entity_ids=edges.get(row[0], []), place=places.get(row[0])))
+            until, by = validity.get(row[0], (0, ""))
+            snap.text_nodes.append(
+                TextNode(*row, edges.get(row[0], []), places.get(row[0]), valid_until_ns=until, superseded_by=by)
+            )
         snap.text_vectors = self._text_vectors(conn, len(snap.text_nodes), text_dim)
         if saved is not None:
             labels = [node.seq for node in snap.text_nodes]

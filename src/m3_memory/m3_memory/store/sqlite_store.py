@@ -65,9 +65,10 @@ CREATE TABLE IF NOT EXISTS evidence (
 CREATE INDEX IF NOT EXISTS text_nodes_clip ON text_nodes(clip_index);
 CREATE INDEX IF NOT EXISTS edges_entity ON edges(entity_id);
 """
-# Schema 2: where each memory happened, the robot's path through each clip (m3_memory.place), and each
-# entity's sightings per clip (first and last observation there, where the robot was at the last one)
-_PLACE_DDL = """
+# Schema 2: where each memory happened, the robot's path through each clip (m3_memory.place), each entity's
+# sightings per clip (first and last observation there, where the robot was at the last one), and when a
+# memory's statement was replaced by a newer one (validity)
+_V2_DDL = """
 CREATE TABLE IF NOT EXISTS text_places (
     node_id TEXT PRIMARY KEY REFERENCES text_nodes(node_id), frame_id TEXT NOT NULL,
     x REAL NOT NULL, y REAL NOT NULL, yaw REAL NOT NULL, region TEXT NOT NULL DEFAULT '');
@@ -78,14 +79,17 @@ CREATE TABLE IF NOT EXISTS sightings (
     entity_id TEXT NOT NULL, clip_index INTEGER NOT NULL REFERENCES clips(clip_index), first_ns INTEGER NOT NULL,
     last_ns INTEGER NOT NULL, frame_id TEXT, x REAL, y REAL, yaw REAL, region TEXT,
     PRIMARY KEY (entity_id, clip_index));
+CREATE TABLE IF NOT EXISTS validity (
+    node_id TEXT PRIMARY KEY REFERENCES text_nodes(node_id), valid_until_ns INTEGER NOT NULL,
+    superseded_by TEXT NOT NULL);
 """
-_DDL += _PLACE_DDL
+_DDL += _V2_DDL
 # In dependency order (a table after those it references): export, import and repair copy in this order.
 TABLES = (
     "meta", "counters", "clips", "text_nodes", "node_clips", "entities", "entity_embeddings", "aliases", "edges",
-    "evidence", "text_places", "clip_paths", "sightings",
+    "evidence", "text_places", "clip_paths", "sightings", "validity",
 )  # fmt: skip
-PLACE_TABLES = ("text_places", "clip_paths", "sightings")  # new in schema 2: a version-1 store has none of them
+V2_TABLES = ("text_places", "clip_paths", "sightings", "validity")  # new in schema 2: a version-1 store has none
 
 
 def vector_to_blob(vector: np.ndarray) -> bytes:
@@ -142,22 +146,20 @@ class MemoryStore:
             self._write_schema_file()
 
     def _upgrade(self, conn: sqlite3.Connection) -> None:
-        """Bring an older schema up to SCHEMA_VERSION in one transaction (1 -> 2: add the place tables,
-        which start empty: memories stored before had no pose)."""
+        """Bring an older schema up to SCHEMA_VERSION in one transaction (1 -> 2: add V2_TABLES, which start
+        empty: memories stored before had no pose, and none was superseded)."""
         if self.schema_version >= SCHEMA_VERSION:
             return
         with self._write_lock:
             conn.executescript(
-                "BEGIN IMMEDIATE;"
-                + _PLACE_DDL
-                + f"UPDATE meta SET value='{SCHEMA_VERSION}' WHERE key='schema_version';"
+                "BEGIN IMMEDIATE;" + _V2_DDL + f"UPDATE meta SET value='{SCHEMA_VERSION}' WHERE key='schema_version';"
                 "COMMIT;"
             )
         self._write_schema_file(replace=True)
 
     @property
     def has_places(self) -> bool:
-        """Whether the store has the place tables (a version-1 store opened read-only has not)."""
+        """Whether the store has V2_TABLES (a version-1 store opened read-only has not)."""
         return self.schema_version >= 2
 
     # -- opening ----------------------------------------------------------------------------------
@@ -242,7 +244,7 @@ class MemoryStore:
                 f"memory store {self.db_path} has schema version {version}, newer than this program's "
                 f"{SCHEMA_VERSION}; upgrade m3_memory (the store is left untouched)"
             )
-        missing = sorted(set(TABLES) - tables - (set(PLACE_TABLES) if version < 2 else set()))
+        missing = sorted(set(TABLES) - tables - (set(V2_TABLES) if version < 2 else set()))
         if missing:
             raise self._damaged(f"lacks the table(s) {missing}")
         if verify:
@@ -399,6 +401,7 @@ class MemoryStore:
             "text_places": rows("SELECT * FROM text_places ORDER BY node_id") if self.has_places else [],
             "clip_paths": rows("SELECT * FROM clip_paths ORDER BY clip_index, stamp_ns") if self.has_places else [],
             "sightings": rows("SELECT * FROM sightings ORDER BY clip_index, entity_id") if self.has_places else [],
+            "validity": rows("SELECT * FROM validity ORDER BY node_id") if self.has_places else [],
         }
         if include_embeddings:
             data["entity_embeddings"] = rows("SELECT * FROM entity_embeddings ORDER BY entity_id, slot")
