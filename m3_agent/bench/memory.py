@@ -21,6 +21,9 @@ Prints progress to stderr and, as the LAST stdout line, one JSON object:
 - search_cold_p99_ms: the same call for a query never seen (embedding included);
 - service_p50_ms, service_p99_ms: search_node over the ROS service from a client in ANOTHER process,
   repeated queries (embedding cached in the node); service_cold_p99_ms: fresh queries;
+- search_time_p50_ms / _p99_ms, search_place_p50_ms / _p99_ms, recall_at_10_time / _place: search_node with a
+  time window (1 % of the memory's time span) or a place filter (3 m around a point of the robot's path; every
+  bench clip is one leg of a walk through a 50 m square), against the exact filtered top-10 (memory_search.py);
 - recall_at_10: the text index's top-10 against exact cosine top-10 over the same stored vectors;
   recall_at_10_eps: ann-benchmarks' recall (a result counts when its cosine is within 0.001 of the
   exact 10th best), which does not count misses among near-ties;
@@ -46,6 +49,7 @@ import time
 import numpy as np
 
 from m3_agent.bench.memory_backend import BenchBackend
+from m3_agent.bench.memory_search import clip_path, recall_at_10, window_figures
 from m3_agent.bench.texts import OBJECTS, VERBS, sentences
 from m3_memory.graph.memory_graph import MemorizerOutput
 from m3_memory.graph.records import KIND_EPISODIC, ClipEvidence, MemoryDraft
@@ -130,7 +134,9 @@ def ingest(
             MemoryDraft(KIND_EPISODIC, text, t0 + i * NS // 10, t0 + i * NS // 10)
             for i, text in enumerate(texts[offset : offset + per_clip])
         ]
-        clips.append((ClipEvidence(base + c, t0, t0 + 30 * NS), drafts, offset))
+        clip = ClipEvidence(base + c, t0, t0 + 30 * NS)
+        clip.path = clip_path(base + c, t0)  # the robot walks: every memory gets a place
+        clips.append((clip, drafts, offset))
     done = 0
     c = 0
     while c < len(clips):
@@ -157,28 +163,6 @@ def ingest(
             elapsed = time.perf_counter() - start
             print(f"ingested {done}/{len(texts)} ({done / elapsed:.0f}/s)", file=sys.stderr, flush=True)
     return len(texts) / (time.perf_counter() - start)
-
-
-def recall_at_10(memory: Memory, queries: np.ndarray) -> tuple[float, float]:
-    """hnswlib's top-10 against exact cosine top-10 over the same stored vectors: (share of the exact
-    top-10 ids found, share of found ids whose cosine is within 0.001 of the exact 10th: ann-benchmarks'
-    recall, which does not count a miss among near-ties)."""
-    index = memory.graph.text_index
-    seqs = np.asarray(sorted(memory.graph.text_by_seq), dtype=np.int64)
-    scores = np.full((len(queries), len(seqs)), -2.0, dtype=np.float32)
-    for offset in range(0, len(seqs), 100_000):
-        chunk = seqs[offset : offset + 100_000]
-        scores[:, offset : offset + len(chunk)] = queries @ index.vectors(chunk.tolist()).T
-    found = close = 0
-    column = {int(seq): i for i, seq in enumerate(seqs)}
-    for row, query in enumerate(queries):
-        top = np.argpartition(-scores[row], min(10, len(seqs) - 1))[:10]
-        exact = {int(seqs[i]) for i in top}
-        tenth = float(np.min(scores[row][top]))
-        approx = {label for label, _ in index.search(query, 10)}
-        found += len(exact & approx)
-        close += sum(1 for label in approx if scores[row][column[label]] >= tenth - 1e-3)
-    return found / (10 * len(queries)), close / (10 * len(queries))
 
 
 def service_client(path: str) -> int:
@@ -335,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         memory.search.search_node(query, top_k=10)  # repeated query: embedding from the LRU cache
         warm_ms.append((time.perf_counter() - begin) * 1000.0)
     recall, recall_eps = recall_at_10(memory, embedder.embed(queries[: min(100, len(queries))]))
+    windows = window_figures(memory, queries[: min(100, len(queries))])
     where.settle(memory)
     nodes = len(memory.graph.text)
     memory.close()  # saves the text index
@@ -377,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         "service_cold_p99_ms": figure(service.get("cold"), 99),
         "recall_at_10": round(recall, 4),
         "recall_at_10_eps": round(recall_eps, 4),
+        **windows,
         "hnsw": {"M": ann_index.HNSW_M, "ef_construction": ann_index.HNSW_EF_CONSTRUCTION, "ef": ann_index.HNSW_EF},
         "open_s": round(open_s, 2),
         "index_loaded_on_open": loaded,

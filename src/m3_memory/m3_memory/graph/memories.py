@@ -14,6 +14,7 @@ from m3_memory.graph.backend import StoreWriter
 from m3_memory.graph.fact_changes import facts_of, supersedes
 from m3_memory.graph.records import KIND_EPISODIC, KIND_SEMANTIC, ClipEvidence, MemoryDraft, Place, TextNode
 from m3_memory.graph.tags import kind_of, seq_of, tags_in
+from m3_memory.place.poses import MAX_PATH_SAMPLES, downsample
 
 FACT_NEIGHBOURS = 50  # older memories a new statement is compared with (its nearest by meaning)
 
@@ -154,10 +155,11 @@ class MemoriesMixin:
                                 entity_ids = entity_cache[key] = [e for e in tags if self.resolve(e) in self.entities]
                             present.update(entity_ids)
                             seq += 1
+                            place = self.place_at(clip.path, (draft.start_ns + draft.end_ns) // 2)
                             nodes.append(
                                 TextNode(
                                     f"{KIND_EPISODIC}_{seq}", seq, KIND_EPISODIC, draft.text, clip.clip_index,
-                                    draft.start_ns, draft.end_ns, 1.0, entity_ids,
+                                    draft.start_ns, draft.end_ns, 1.0, entity_ids, place,
                                 )
                             )  # fmt: skip
                             rows.append(offset - 1)
@@ -167,6 +169,9 @@ class MemoriesMixin:
                     writer.add_clips(
                         [(c.clip_index, c.start_ns, c.end_ns, stored_ns, ids, c.keyframe_jpeg) for c, ids in clip_rows]
                     )
+                    for clip, _ in clip_rows:
+                        if clip.path:
+                            writer.add_clip_path(clip.clip_index, downsample(clip.path, MAX_PATH_SAMPLES))
                     writer.add_text_nodes(nodes, vectors[rows])
                     if nodes:
                         writer.set_counter("text", seq)

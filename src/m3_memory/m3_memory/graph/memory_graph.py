@@ -18,6 +18,7 @@ import numpy as np
 
 from m3_memory.errors import StoreError
 from m3_memory.graph.backend import MemoryBackend, StoreWriter
+from m3_memory.graph.columns import TextColumns
 from m3_memory.graph.memories import MemoriesMixin
 from m3_memory.graph.people import PeopleMixin, usable_embedding
 from m3_memory.graph.records import (
@@ -34,7 +35,7 @@ from m3_memory.graph.records import (
     TextNode,
 )
 from m3_memory.graph.tags import kind_of, seq_of
-from m3_memory.place.poses import NS_PER_S, PoseSample, downsample, pose_on
+from m3_memory.place.poses import MAX_PATH_SAMPLES, PLACE_TOLERANCE_NS, PoseSample, downsample, pose_on
 from m3_memory.place.regions import Regions
 from m3_memory.store.ann_index import CosineIndex
 from m3_memory.store.sqlite_store import MemoryStore
@@ -42,8 +43,6 @@ from m3_memory.store.sqlite_store import MemoryStore
 __all__ = ["DEGRADED_PREFIX", "ClipOutcome", "GraphConfig", "MemorizerOutput", "MemoryGraph", "usable_embedding"]
 
 DEGRADED_PREFIX = "degraded_clip_"  # meta key of a clip a fallback memorizer wrote; its value says why
-MAX_PATH_SAMPLES = 32  # a clip's stored path: enough for a map of the robot's way, bounded per clip
-PLACE_TOLERANCE_NS = 2 * NS_PER_S  # a memory's time may lie this far outside the clip's path and still get its end
 
 
 @dataclass
@@ -120,6 +119,7 @@ class MemoryGraph(PeopleMixin, MemoriesMixin):
             self.entity_memories: dict[str, list[str]] = {}
             self.evidence: dict[tuple[str, str], tuple[float, int]] = snap.evidence
             self.node_clips: dict[str, list[int]] = {}  # semantic node -> clips that created/reinforced it
+            self.columns = TextColumns()  # times and places as arrays, for time and place windows
             self.sightings: dict[str, list[Sighting]] = {}  # face/voice id -> its sightings, clip order
             for sighting in snap.sightings:
                 self.sightings.setdefault(sighting.entity_id, []).append(sighting)
@@ -162,6 +162,7 @@ class MemoryGraph(PeopleMixin, MemoriesMixin):
             return self.backend.save_text_index(self.text_index, nodes)
 
     def _cache_text(self, node: TextNode) -> None:
+        self.columns.add(node)
         self.text[node.node_id] = node
         self.text_by_seq[node.seq] = node.node_id
         for entity_id in node.entity_ids:

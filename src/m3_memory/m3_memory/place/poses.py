@@ -15,6 +15,8 @@ import threading
 from dataclasses import dataclass
 
 NS_PER_S = 1_000_000_000
+MAX_PATH_SAMPLES = 32  # a clip's stored path: enough for a map of the robot's way, bounded per clip
+PLACE_TOLERANCE_NS = 2 * NS_PER_S  # a memory's time may lie this far outside a clip's path and still get its end
 
 
 def _wrap(angle: float) -> float:

@@ -151,7 +151,7 @@ class MemorySearch(EntitySearchMixin):
             node = graph.text.get(graph.text_by_seq.get(label, ""))
             return node is not None and passes(node)
 
-        candidates = exact_candidates(graph.text, passes) if where.active else None
+        candidates = exact_candidates(graph, where, before_stamp_ns, passes) if where.active else None
         if candidates is not None:
             best = score_exactly(graph.text_index, candidates, vectors, k)
         else:

@@ -4,7 +4,8 @@ A time window keeps memories that overlap it (ended at or after its start; the a
 A place window keeps memories whose recorded place lies in a named region of the node's regions file, or within
 a radius of a point, or both; a memory without a place never passes a place window. A filtered search scores
 the memories that pass exactly when few do (a filter rejects most of an HNSW neighbourhood, so the index would
-have to be walked far), and asks the index with the filter otherwise.
+have to be walked far), and asks the index with the filter otherwise; which memories pass the time window and
+the place's bounds is one vectorised test (graph/columns.py).
 """
 
 from __future__ import annotations
@@ -40,6 +41,20 @@ class Where:
     @property
     def active(self) -> bool:
         return self.after_ns > 0 or self.has_place
+
+    def box(self) -> tuple[float, float, float, float] | None:
+        """The bounds (min_x, min_y, max_x, max_y) every place in the window lies in; None without a place filter."""
+        boxes = []
+        if self.region is not None:
+            boxes.append(self.region.bounds())
+        if self.point is not None:
+            x, y, r = self.point[0], self.point[1], self.radius_m
+            boxes.append((x - r, y - r, x + r, y + r))
+        if not boxes:
+            return None
+        return (
+            max(b[0] for b in boxes), max(b[1] for b in boxes), min(b[2] for b in boxes), min(b[3] for b in boxes),
+        )  # fmt: skip
 
     def keeps(self, node: TextNode) -> bool:
         """Whether a memory passes the window (as-of and kind filters are the caller's)."""
@@ -80,16 +95,15 @@ def where_of(regions: Regions, after_ns: int, region: str = "", x: float = 0.0, 
     return Where(int(after_ns), found, point, float(radius_m), regions.frame_id)
 
 
-def exact_candidates(nodes: dict[str, TextNode], keep) -> list[TextNode] | None:
-    """The memories `keep` accepts when there are at most EXACT_CANDIDATES of them, else None (search the
-    index with the filter instead)."""
-    out = []
-    for node in nodes.values():
-        if keep(node):
-            out.append(node)
-            if len(out) > EXACT_CANDIDATES:
-                return None
-    return out
+def exact_candidates(graph, where: Where, before_ns: int, passes) -> list[TextNode] | None:
+    """The memories in the window that `passes` accepts when the window holds at most EXACT_CANDIDATES memories,
+    else None (search the index with the filter instead). The time window and the place's bounding box are one
+    vectorised test over every memory (graph.columns); the exact shape and the rest only for those inside."""
+    seqs = graph.columns.window(where.after_ns, before_ns, where.box(), where.frame_id)
+    if len(seqs) > EXACT_CANDIDATES:
+        return None
+    nodes = (graph.text.get(graph.text_by_seq.get(int(seq), "")) for seq in seqs)
+    return [node for node in nodes if node is not None and passes(node)]
 
 
 def score_exactly(index, candidates: list[TextNode], vectors: np.ndarray, k: int) -> dict[str, float]:
