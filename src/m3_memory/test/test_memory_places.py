@@ -16,6 +16,7 @@ from m3_memory.errors import MemoryApiError
 from m3_memory.memory import Memory
 from m3_memory.place.poses import PoseSample
 from m3_memory.place.regions import Regions
+from m3_memory.search.where import REGION_BONUS
 from m3_memory.store.importer import import_export
 from m3_memory.store.sqlite_store import SCHEMA_FILE, SCHEMA_VERSION, MemoryStore
 
@@ -231,3 +232,23 @@ def test_where_and_when_someone_was_last_seen_or_heard(placed):
         with pytest.raises(MemoryApiError) as caught:
             call()
         assert caught.value.code == code
+
+
+def test_a_region_named_in_the_query_ranks_memories_made_there_higher(placed):
+    memory = placed[0]
+    search, regions = memory.search, memory.graph.regions
+    query = "what was said in the kitchen"
+    named = {h.node_id: h for h in search.search_node(query, kinds=["episodic"], top_k=10)}
+    memory.graph.regions = Regions.empty()  # the same words, no regions file: nothing is named
+    try:
+        unnamed = {h.node_id: h for h in search.search_node(query, kinds=["episodic"], top_k=10)}
+    finally:
+        memory.graph.regions = regions
+    kitchen = said(memory, "keys on the shelf").node_id
+    assert math.isclose(named[kitchen].score, unnamed[kitchen].score + REGION_BONUS, abs_tol=1e-5)
+    elsewhere = said(memory, "dog sleeps").node_id
+    assert math.isclose(named[elsewhere].score, unnamed[elsewhere].score, abs_tol=1e-5)
+    # an explicit place filter is the request's own: the text's region adds nothing then
+    hall = search.search_node(query, kinds=["episodic"], top_k=10, where=search.where(region="front hall"))
+    assert [h.node_id for h in hall] == [elsewhere]
+    assert math.isclose(hall[0].score, unnamed[elsewhere].score, abs_tol=1e-5)

@@ -31,18 +31,25 @@ from m3_memory.graph.records import (
     TextNode,
 )
 from m3_memory.graph.tags import TAG_RE
-from m3_memory.search.as_of import AsOfError, check_as_of
 from m3_memory.search.embedder import TextEmbedder
 from m3_memory.search.entity_search import EntitySearchMixin, check_embedding
 from m3_memory.search.entity_view import entity_names, entity_view, graph_stats
 from m3_memory.search.fleet import FleetSearch
 from m3_memory.search.locate import Located, locate, person_named
+from m3_memory.search.request_checks import check_limits, check_query, check_top_k
 from m3_memory.search.search_types import ClipQuery, EntityView, SearchConfig, SearchHit, Stats
-from m3_memory.search.where import NOWHERE, Where, exact_candidates, score_exactly, where_of
+from m3_memory.search.where import (
+    NOWHERE,
+    REGION_BONUS,
+    Where,
+    exact_candidates,
+    region_named,
+    score_exactly,
+    where_of,
+)
 
 __all__ = ["EntityView", "MemorySearch", "SearchConfig", "SearchHit", "Stats", "check_embedding"]
 
-MAX_TOP_K = 100
 MAX_VARIANTS = 16  # alias expansion of a query is capped (cartesian product of its tags)
 # A memory whose statement a newer one replaced (graph/fact_changes.py) ranks this much lower [cosine]: below
 # the memory that replaced it when both match the query about as well, still found when only it matches.
@@ -59,31 +66,6 @@ class MemorySearch(EntitySearchMixin):
         self._conversations: OrderedDict[str, dict[str, str]] = OrderedDict()
         self._conv_lock = threading.Lock()
         self.fleet = FleetSearch(graph, self.config.robot_id, self.render_tags)
-
-    # -- validation -------------------------------------------------------------------------------
-    def _check_query(self, query: str, required: bool) -> str:
-        if not isinstance(query, str):
-            raise MemoryApiError(errors.INVALID_ARGUMENT, "query must be a string")
-        if len(query) > self.config.max_query_chars:
-            raise MemoryApiError(
-                errors.QUERY_TOO_LONG, f"query has {len(query)} characters; the limit is {self.config.max_query_chars}"
-            )
-        if required and not query.strip():
-            raise MemoryApiError(errors.EMPTY_QUERY, "query is empty")
-        return query.strip()
-
-    @staticmethod
-    def _check_top_k(top_k: int) -> int:
-        if not 1 <= int(top_k) <= MAX_TOP_K:
-            raise MemoryApiError(errors.INVALID_ARGUMENT, f"top_k must be in 1..{MAX_TOP_K}, got {top_k}")
-        return int(top_k)
-
-    @staticmethod
-    def _check_as_of(before_clip: int, before_stamp_ns: int) -> None:
-        try:
-            check_as_of(before_clip, before_stamp_ns)
-        except AsOfError as error:
-            raise MemoryApiError(errors.INVALID_ARGUMENT, str(error)) from None
 
     # -- query expansion --------------------------------------------------------------------------
     def _person_names(self) -> set[str]:
@@ -131,9 +113,10 @@ class MemorySearch(EntitySearchMixin):
 
     def _text_hits(
         self, vectors: np.ndarray, k: int, kinds: set[str], before_clip: int, before_stamp_ns: int,
-        where: Where = NOWHERE,
+        where: Where = NOWHERE, named: Where | None = None,
     ) -> list[tuple[str, float]]:  # fmt: skip
-        """Best text nodes (node_id, cosine) over all query variants, filtered."""
+        """Best text nodes (node_id, cosine) over all query variants, filtered. named: the window of a region the
+        query names (search.where.region_named), whose memories rank REGION_BONUS higher."""
         graph = self.graph
 
         def passes(node: TextNode) -> bool:
@@ -160,6 +143,10 @@ class MemorySearch(EntitySearchMixin):
                 for label, score in graph.text_index.search(vector, k, keep):
                     node_id = graph.text_by_seq[label]
                     best[node_id] = max(best.get(node_id, -2.0), score)
+        if named is not None:  # the query names a region: memories made there rank higher (and are found)
+            inside = exact_candidates(graph, named, before_stamp_ns, passes)
+            for node_id, score in score_exactly(graph.text_index, inside or [], vectors, k).items():
+                best[node_id] = max(best.get(node_id, -2.0), score + REGION_BONUS)
         for node_id in best:  # a statement replaced by then ranks below the one that replaced it
             if graph.text[node_id].known_at(before_stamp_ns).superseded_by:
                 best[node_id] -= SUPERSEDED_PENALTY
@@ -183,13 +170,13 @@ class MemorySearch(EntitySearchMixin):
         where: a time and place window (MemorySearch.where); entities pass only its time window."""
         has_face = face_embedding is not None and len(face_embedding) > 0
         has_voice = voice_embedding is not None and len(voice_embedding) > 0
-        query = self._check_query(query, required=not (has_face or has_voice))
-        top_k = self._check_top_k(self.config.default_top_k if top_k is None else top_k)
+        query = check_query(query, self.config.max_query_chars, required=not (has_face or has_voice))
+        top_k = check_top_k(self.config.default_top_k if top_k is None else top_k)
         kinds = list(kinds or [])
         unknown = [k for k in kinds if k not in ALL_KINDS]
         if unknown:
             raise MemoryApiError(errors.INVALID_ARGUMENT, f"unknown kind(s) {unknown}; use {list(ALL_KINDS)}")
-        self._check_as_of(before_clip, before_stamp_ns)
+        check_limits(before_clip, before_stamp_ns)
         scope = self._scope(robot_id, where)
         wanted = set(kinds or ALL_KINDS)
         hits: list[SearchHit] = []
@@ -208,7 +195,8 @@ class MemorySearch(EntitySearchMixin):
                 vectors = self.embedder.embed(self.query_variants(query, respelled))
                 with self.graph.lock:
                     if scope.local:
-                        local = self._text_hits(vectors, top_k, text_kinds, before_clip, before_stamp_ns, where)
+                        named = region_named(self.graph.regions, query, where)
+                        local = self._text_hits(vectors, top_k, text_kinds, before_clip, before_stamp_ns, where, named)
                         hits += [
                             self._hit(self.graph.text[node_id].known_at(before_stamp_ns), score)
                             for node_id, score in local
@@ -263,17 +251,18 @@ class MemorySearch(EntitySearchMixin):
         clips at or above threshold, index <= before_clip, best first, each with all its memories
         (only those started by before_stamp_ns when that limit is set). robot_id: whose clips
         (m3_memory.search.fleet: "" = every robot sharing this memory)."""
-        query = self._check_query(query, required=True)
-        top_k = self._check_top_k(self.config.clip_top_k if top_k is None else top_k)
+        query = check_query(query, self.config.max_query_chars, required=True)
+        top_k = check_top_k(self.config.clip_top_k if top_k is None else top_k)
         threshold = self.config.clip_threshold if threshold is None else float(threshold)
         if not (math.isfinite(threshold) and -1.0 <= threshold <= 1.0):
             raise MemoryApiError(errors.INVALID_ARGUMENT, f"threshold must be in [-1, 1], got {threshold}")
-        self._check_as_of(before_clip, before_stamp_ns)
+        check_limits(before_clip, before_stamp_ns)
         scope = self._scope(robot_id, where)
         vectors = self.embedder.embed(self.query_variants(query))
         request = ClipQuery(
-            vectors, top_k, threshold, before_clip, before_stamp_ns, self._conversation(conversation_id), where
-        )
+            vectors, top_k, threshold, before_clip, before_stamp_ns, self._conversation(conversation_id), where,
+            region_named(self.graph.regions, query, where),
+        )  # fmt: skip
         records = self._local_clips(request) if scope.local else []
         if scope.remote:
             records += self.fleet.clip_records(scope, request)
@@ -290,7 +279,9 @@ class MemorySearch(EntitySearchMixin):
             fetch = min(total, max(50, top_k * 20))
             scores: dict[int, float] = {}
             while fetch > 0:
-                hits = self._text_hits(vectors, fetch, set(TEXT_KINDS), before_clip, before_stamp_ns, request.where)
+                hits = self._text_hits(
+                    vectors, fetch, set(TEXT_KINDS), before_clip, before_stamp_ns, request.where, request.named
+                )
                 scores = {}
                 for node_id, score in hits:
                     for clip_index in graph.node_clips.get(node_id, []):
@@ -374,7 +365,7 @@ class MemorySearch(EntitySearchMixin):
     # -- get_entity / get_stats -------------------------------------------------------------------
     def locate_entity(self, entity_id: str = "", name: str = "", before_ns: int = 0, limit: int = 1) -> Located:
         """Where and when an entity, or the person with a learnt name, was last seen or heard (search.locate)."""
-        self._check_as_of(-1, before_ns)
+        check_limits(-1, before_ns)
         if not entity_id.strip():
             if not name.strip():
                 raise MemoryApiError(errors.EMPTY_QUERY, "give an entity_id or a name")

@@ -84,3 +84,4 @@ class ClipQuery:
     before_stamp_ns: int
     labels: dict[str, str]  # the conversation's tag renderings (MemorySearch.render_tags)
     where: Where = NOWHERE  # the request's time and place window
+    named: Where | None = None  # the window of a region the query text names (MemorySearch.region_named)
