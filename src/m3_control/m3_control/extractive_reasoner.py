@@ -13,10 +13,12 @@ the share of the instruction's content words it covers: the same word (after lig
 1, a related word (a small lexicon of everyday concepts: drinks, food, instruments, jobs, habits,
 ...) counts 0.5, and the named people count as words. Ties go to the memory that holds the kind of
 thing asked for (a place for "where", a time for "when", a number for "how many", a person for
-"who"), then to the latest clip (the current state), then to the densest memory. The answer is the
-best memory; when it misses some of the question's words or the kind of thing asked for, the memory
-that best supplies them is appended (questions that chain two facts). Below half coverage it says
-"I don't know". Plans come only from the instruction's own words plus places found in evidence.
+"who", a role for "what is X's job": answer_kinds), then to the latest clip (the current state), then
+to the densest memory. The answer is the best memory; when that memory is a line asking the same
+question, the next speaker's reply is appended; when it misses some of the question's words or the
+kind of thing asked for, the memory that best supplies them is appended (questions that chain two
+facts). A "who" answer from a line that says "you" names the person spoken to. Below half coverage
+it says "I don't know". Plans come only from the instruction's own words plus places found in evidence.
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from m3_control.answer_kinds import NOT_PEOPLE, ROLE_KIND_WORDS, addressee, answer_kind, holds_kind, reply_to
 from m3_control.instruction_plans import PLACE_RE, plan_from
 from m3_control.loop import asks_for_id
-from m3_control.memory_client import ENTITY_ID_RE, Memory
+from m3_control.memory_client import Memory
 from m3_control.names import ANY_ID, NAME_PATTERNS, names_from, with_names
 from m3_control.reasoner import Answer, LoopState, Search
 from m3_control.skills import is_question
@@ -35,8 +38,10 @@ STOP = set(
     "a an the is are was were be been am of to in on at by for with and or but not do does did done what who whom "
     "whose where when which why how please can could would should must might may shall you your me my i it its this "
     "that these those there here have has had any some about from into onto up down out over under again then than so "
-    "if as just also now currently right his her their our him them he she they we us tell know".split()
+    "if as just also now currently right his her their our him them he she they we us tell know will".split()
 )
+# "I'll", "we're", "don't": a pronoun or auxiliary with its contraction says nothing about the topic.
+CONTRACTION_RE = re.compile(r"(?:'(?:m|ll|ve|re|d)|n't)$")
 # Words that say what kind of answer is wanted, not what it is about.
 ROLE_WORDS = set("name named called person people woman women man men girl boy lady guy someone somebody one".split())
 COMMAND_VERBS = set("bring fetch get give hand take go navigate drive move look find show".split())
@@ -62,23 +67,6 @@ RELATED_GROUPS = (
     "exercise sport jog run swim gym yoga tennis football soccer",
     "birthday party celebrate",
 )
-TIME_RE = re.compile(
-    r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekends?|today|tomorrow|tonight|yesterday|"
-    r"morning|evening|afternoon|night|noon|midnight|january|february|march|april|june|july|august|september|"
-    r"october|november|december|o'clock|\d{1,2}(?::\d\d)?\s*(?:am|pm)|(?:next|last|this) (?:week|month|year)|"
-    r"at (?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\d{1,2}))\b",
-    re.IGNORECASE,
-)
-NUMBER_RE = re.compile(
-    r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|dozen|twenty|hundred|few|several)\b",
-    re.IGNORECASE,
-)
-ANSWER_PLACE_RE = re.compile(
-    r"\b(?:(?:in|on|at|under|inside|into|onto|near|behind|beside|by|next to)\s+(?:the|my|his|her|their|our|your|a)|"
-    r"to\s+(?:my|his|her|their|our|your))\s+[a-z]+",
-    re.IGNORECASE,
-)
-NOT_PEOPLE = set("The A An I It Its This That These Those There Here He She They We You Yes No Equivalence".split())
 # Parameters of this back-end's searches (documented above; model back-ends keep the loop's).
 EXTRACTIVE_SEARCH = {"top_k": 3, "threshold": 0.3, "node_top_k": 30}
 ID_QUESTION_RE = re.compile(
@@ -132,7 +120,11 @@ def _normalise_phrases(text: str) -> str:
 
 def content_words(text: str) -> set[str]:
     words = re.findall(r"[a-z0-9']+", _normalise_phrases(text).lower())
-    return {_stem(w) for w in words if w not in STOP and w.replace("'s", "") not in STOP and _stem(w)}
+    return {
+        _stem(w)
+        for w in words
+        if w not in STOP and w.replace("'s", "") not in STOP and not CONTRACTION_RE.search(w) and _stem(w)
+    }
 
 
 def question_words(instruction: str) -> set[str]:
@@ -144,35 +136,6 @@ def question_words(instruction: str) -> set[str]:
         if first and first[0] in COMMAND_VERBS:
             words.discard(_stem(first[0]))
     return words
-
-
-def answer_kind(instruction: str) -> str:
-    """What the instruction asks for: "time", "place", "number", "person" or ""."""
-    text = instruction.lower().strip()
-    if re.match(r"^(?:when\b|what (?:time|day|date)\b|which day\b)", text):
-        return "time"
-    if re.match(r"^where\b", text):
-        return "place"
-    if re.match(r"^how (?:many|much|old|long)\b", text):
-        return "number"
-    if re.match(r"^(?:who|whom|whose)\b|^which (?:person|one|of them)\b", text) or re.search(r"\bname of\b", text):
-        return "person"
-    return ""
-
-
-def holds_kind(text: str, kind: str, names: set[str]) -> bool:
-    if kind == "time":
-        return bool(TIME_RE.search(text))
-    if kind == "place":
-        return bool(ANSWER_PLACE_RE.search(text))
-    if kind == "number":
-        return bool(NUMBER_RE.search(text))
-    if kind == "person":
-        capitalised = set(re.findall(r"\b[A-Z][a-z]+\b", text)) - NOT_PEOPLE
-        return bool(
-            ENTITY_ID_RE.search(text) or capitalised or any(re.search(rf"\b{re.escape(n)}\b", text) for n in names)
-        )
-    return False
 
 
 def person_names(instruction: str) -> list[str]:
@@ -258,6 +221,10 @@ class ExtractiveReasoner:
         have = content_words(text)
         # a memory about a named person's ids counts as naming them
         have |= {_stem(names[e]) for e in memory.entity_ids if e in names}
+        kind_asked = answer_kind(instruction)
+        kind = holds_kind(text, kind_asked, set(names.values()))
+        if kind_asked == "role" and kind:  # "<X> is a surgeon" answers "job", "profession", "do"
+            have |= {_stem(w) for w in ROLE_KIND_WORDS}
         exact = wanted & have
         asked = {n.lower() for n in person_names(instruction)}
         mentioned = {w.lower() for w in re.findall(r"\b[A-Z][a-z]+\b", text)} - {w.lower() for w in NOT_PEOPLE}
@@ -272,7 +239,6 @@ class ExtractiveReasoner:
         if wanted - asked_stems and not (exact | related) - asked_stems:
             exact, related = frozenset(), set()  # only the name in common: nothing about what is asked
         coverage = (len(exact) + self.config.related * len(related)) / len(wanted) if wanted else 0.0
-        kind = holds_kind(text, answer_kind(instruction), set(names.values()))
         density = (len(exact) + len(related)) / max(1, len(have))
         return Scored(coverage, memory, text, frozenset(exact), frozenset(exact | related), kind, density)
 
@@ -343,15 +309,24 @@ class ExtractiveReasoner:
             return Answer(text=NOTHING_PLANNED if plan else NOTHING_KNOWN, plan=plan)
         best = ranked[0]
         parts = [best]
+        # the best memory asks the same thing ("Where do you keep the aprons?"): its reply answers
+        reply = reply_to(best.memory, state.evidence) if is_question(state.asked) else None
+        if reply is not None:
+            parts.append(self.score(state.asked, reply, names_from(state.evidence)))
         # what the best memory misses; the people named only pick memories, they are not what is asked
         named = {_stem(n) for n in person_names(state.asked)}
-        missing = question_words(state.asked) - best.touched - named
-        need_kind = bool(answer_kind(state.asked)) and not best.kind
+        missing = question_words(state.asked) - named - frozenset().union(*(p.touched for p in parts))
+        need_kind = bool(answer_kind(state.asked)) and not any(p.kind for p in parts)
         if missing or need_kind:
-            extra = self.complement(ranked[1:], best, missing, need_kind)
+            extra = self.complement(
+                [r for r in ranked[1:] if r.memory not in (p.memory for p in parts)], best, missing, need_kind
+            )
             if extra is not None:
                 parts.append(extra)
         text = " ".join(p.text if p.text.rstrip().endswith((".", "!", "?", '"')) else p.text + "." for p in parts)
+        to = addressee(best.memory, state.evidence) if answer_kind(state.asked) == "person" else None
+        if to:  # "Then you can test the brakes": the doer is the person spoken to
+            text += f" (said to {with_names(to, names_from(state.evidence))})"
         support = [s.memory.node_id for s in ranked if s.coverage >= max(self.config.weak, best.coverage - 0.25)][:3]
         for part in parts[1:]:
             if part.memory.node_id not in support:

@@ -1,0 +1,163 @@
+"""What kind of thing a question asks for, and which memories hold it (for the extractive reasoner).
+
+"When ..." wants a time, "Where ..." a place, "How many ..." a number, "Who ..." a person, and "What is
+X's job?" / "What does X do?" a role. A memory that holds the kind asked for is preferred among
+equals, and supplies what the best memory lacks. Roles are read from the shape of a statement ("<X>
+is a surgeon", "<X> is the new apprentice mechanic", "works as ...") rather than from a list of jobs:
+households have jobs no list foresees.
+
+Replies: a memory that is itself a question ("Where do you keep the aprons?") does not answer it; the
+line spoken next, by someone else, in the same clip does (a question and its answer are a pair in
+conversation). `reply_to` finds that line among the evidence. A line that says "you" ("Then you can
+test the brakes") is about the person spoken to: `addressee` finds whom.
+"""
+
+from __future__ import annotations
+
+import re
+
+from m3_control.memory_client import ENTITY_ID_RE, Memory
+
+TIME_RE = re.compile(
+    r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekends?|today|tomorrow|tonight|yesterday|"
+    r"morning|evening|afternoon|night|noon|midnight|january|february|march|april|june|july|august|september|"
+    r"october|november|december|o'clock|\d{1,2}(?::\d\d)?\s*(?:am|pm)|(?:next|last|this) (?:week|month|year)|"
+    r"at (?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\d{1,2}))\b",
+    re.IGNORECASE,
+)
+NUMBER_RE = re.compile(
+    r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|dozen|twenty|hundred|few|several)\b",
+    re.IGNORECASE,
+)
+ANSWER_PLACE_RE = re.compile(
+    r"\b(?:(?:in|on|at|under|inside|into|onto|near|behind|beside|by|next to)\s+(?:the|my|his|her|their|our|your|a)|"
+    r"to\s+(?:my|his|her|their|our|your))\s+[a-z]+",
+    re.IGNORECASE,
+)
+NOT_PEOPLE = set("The A An I It Its This That These Those There Here He She They We You Yes No Equivalence".split())
+# "What is X's job?", "What does X do for a living?", "What is the profession of ...?"
+ROLE_QUESTION_RE = re.compile(
+    r"\b(?:job|profession|occupation|career|line of work|for a living|role)\b|^what does .+ do\s*\??$", re.IGNORECASE
+)
+# The words of a role question that name the kind, not the person: a role statement covers them.
+ROLE_KIND_WORDS = ("job", "profession", "occupation", "career", "work", "living", "role", "do")
+# "<X> is a surgeon", "X is the new apprentice mechanic", "I'm a nurse", "works as a driver", "works at the bank"
+ROLE_STATEMENT_RE = re.compile(
+    r"\b(?:is|am|I'm)\s+(?:a|an|the)\s+(?!(?:bit|lot|little|one|same|only|first|last|best)\b)[a-z]"
+    r"|\bworks?\s+(?:as|at|in|for)\s",
+    re.IGNORECASE,
+)
+QUOTED_RE = re.compile(r'\bsays:\s*"(.*)"\s*$', re.DOTALL)
+SEQ_RE = re.compile(r"_(\d+)$")
+MAX_REPLY_GAP = 4  # node ids between a question and its reply (the question's own derived memories lie between)
+
+
+def answer_kind(instruction: str) -> str:
+    """What the instruction asks for: "time", "place", "number", "person", "role" or ""."""
+    text = instruction.lower().strip()
+    if re.match(r"^(?:when\b|what (?:time|day|date)\b|which day\b)", text):
+        return "time"
+    if re.match(r"^where\b", text):
+        return "place"
+    if re.match(r"^how (?:many|much|old|long)\b", text):
+        return "number"
+    if re.match(r"^(?:who|whom|whose)\b|^which (?:person|one|of them)\b", text) or re.search(r"\bname of\b", text):
+        return "person"
+    if ROLE_QUESTION_RE.search(text):
+        return "role"
+    return ""
+
+
+def holds_kind(text: str, kind: str, names: set[str]) -> bool:
+    """Whether a memory's text (ids rendered as names) holds the kind of thing asked for."""
+    if kind == "time":
+        return bool(TIME_RE.search(text))
+    if kind == "place":
+        return bool(ANSWER_PLACE_RE.search(text))
+    if kind == "number":
+        return bool(NUMBER_RE.search(text))
+    if kind == "role":
+        return bool(ROLE_STATEMENT_RE.search(text))
+    if kind == "person":
+        capitalised = set(re.findall(r"\b[A-Z][a-z]+\b", text)) - NOT_PEOPLE
+        return bool(
+            ENTITY_ID_RE.search(text) or capitalised or any(re.search(rf"\b{re.escape(n)}\b", text) for n in names)
+        )
+    return False
+
+
+def _quoted(memory: Memory) -> str | None:
+    match = QUOTED_RE.search(memory.text) if memory.kind == "episodic" else None
+    return match.group(1).strip() if match else None
+
+
+def _seq(memory: Memory) -> int | None:
+    match = SEQ_RE.search(memory.node_id)
+    return int(match.group(1)) if match else None
+
+
+def asks_back(memory: Memory) -> bool:
+    """Whether a memory is a line of speech that asks a question (it cannot be an answer itself)."""
+    said = _quoted(memory)
+    return bool(said) and said.rstrip('."').endswith("?")
+
+
+def reply_to(question: Memory, evidence: list[Memory]) -> Memory | None:
+    """The line said right after `question` in the same clip, by another speaker; None when the evidence
+    does not hold it (or the next line there is the same speaker's)."""
+    seq = _seq(question)
+    if seq is None or not asks_back(question):
+        return None
+    following = [
+        m
+        for m in evidence
+        if m.clip_index == question.clip_index
+        and m.node_id != question.node_id
+        and _quoted(m) is not None
+        and (s := _seq(m)) is not None
+        and seq < s <= seq + MAX_REPLY_GAP
+    ]
+    if not following:
+        return None
+    reply = min(following, key=_seq)
+    # the speaker is what precedes "says:" (an id, or a name); the entity ids may include people addressed
+    same_speaker = reply.text.split(" says:", 1)[0] == question.text.split(" says:", 1)[0]
+    return None if same_speaker else reply
+
+
+# "you can test the brakes", "will you drive me", "you'll": the doer is the person spoken to
+YOU_DO_RE = re.compile(r"\b(?:you|you'll|you're)\b", re.IGNORECASE)
+I_DO_RE = re.compile(r"\b(?:I|I'm|I'll|I've|I'd)\b")  # "I'm vegetarian, you know": the speaker's own
+VOCATIVE_RE = re.compile(r"^([A-Z][a-z]+),\s|,\s([A-Z][a-z]+)[.!?]?$")
+
+
+def _speaker(memory: Memory) -> str:
+    return memory.text.split(" says:", 1)[0]
+
+
+def addressee(line: Memory, evidence: list[Memory]) -> str | None:
+    """Whom a line that says "you" speaks to: the name it calls ("Chloe, order more tubes"), else the
+    other speaker of the lines just before or after it in the same clip; None when unclear. Why: in
+    "Who tests the brakes?" answered by 'Tariq says: "Then you can test the brakes"', the one who
+    tests them is the person Tariq spoke to, not Tariq."""
+    said = _quoted(line)
+    seq = _seq(line)
+    if not said or seq is None or not YOU_DO_RE.search(said) or I_DO_RE.search(said):
+        return None
+    called = VOCATIVE_RE.search(said)
+    if called and (name := called.group(1) or called.group(2)) not in NOT_PEOPLE:
+        return name
+    near = [
+        m
+        for m in evidence
+        if m.clip_index == line.clip_index
+        and _quoted(m) is not None
+        and (s := _seq(m)) is not None
+        and 0 < abs(s - seq) <= MAX_REPLY_GAP
+        and _speaker(m) != _speaker(line)
+    ]
+    if not near:
+        return None
+    before = [m for m in near if _seq(m) < seq]
+    closest = max(before, key=_seq) if before else min(near, key=_seq)
+    return _speaker(closest)

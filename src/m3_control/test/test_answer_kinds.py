@@ -1,0 +1,132 @@
+"""Answer kinds (roles) and replies: a job question finds "<X> is a ..." whatever the job; a question line's
+answer is the next speaker's line. Jobs, names and phrasings here are none of the benchmark episodes'."""
+
+from __future__ import annotations
+
+import pytest
+from fixtures import FakeMemory
+
+from m3_control.answer_kinds import addressee, answer_kind, asks_back, holds_kind, reply_to
+from m3_control.extractive_reasoner import ExtractiveReasoner
+from m3_control.loop import LoopConfig, run_loop
+from m3_control.memory_client import Memory
+from m3_control.skills import load_skills
+
+SKILLS = load_skills()
+
+
+def said(seq: int, speaker: str, text: str, clip: int = 0) -> Memory:
+    return Memory(f"episodic_{seq}", "episodic", f'<{speaker}> says: "{text}"', clip, entity_ids=(speaker,))
+
+
+def fact(seq: int, text: str, entity: str, clip: int = 0) -> Memory:
+    return Memory(f"semantic_{seq}", "semantic", text, clip, entity_ids=(entity,))
+
+
+GREENHOUSE = [
+    (
+        0,
+        [
+            said(1, "voice_1", "Morning, I'm Oskar, I look after the bees on the roof."),
+            fact(2, "<voice_1> is called Oskar.", "voice_1"),
+            fact(3, "<voice_1> is the beekeeper of the building.", "voice_1"),
+            said(4, "voice_2", "Where do we store the spare hive frames?"),
+            said(5, "voice_1", "Stacked in the shed behind the compost heap."),
+            said(6, "voice_2", "And who signs for the deliveries?"),
+            said(7, "voice_2", "I mean the seed parcels."),
+            said(8, "voice_3", "Please, I work as a court stenographer, so mornings are hard for me."),
+            fact(9, "<voice_3> works as a court stenographer.", "voice_3"),
+            said(10, "voice_3", "My scarf is a bit long, sorry."),
+            said(11, "voice_1", "Thanks, Wilhelmina."),
+            fact(12, "<voice_3> is called Wilhelmina.", "voice_3"),
+            said(13, "voice_3", "The tomato seedlings look thirsty."),
+            said(14, "voice_1", "Then you can water the seedlings every evening."),
+        ],
+    ),
+    (
+        1,
+        [
+            said(20, "voice_2", "Oskar, you can lock the gate tonight."),
+            said(21, "voice_3", "I'm the one who feeds the fish, you know."),
+        ],
+    )
+]
+NAMES = {"voice_1": "Oskar", "voice_3": "Wilhelmina"}
+
+
+def ask(instruction: str):
+    memory = FakeMemory(GREENHOUSE, names=NAMES)
+    return run_loop(instruction, ExtractiveReasoner(), memory, SKILLS, LoopConfig())
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("What is Oskar's job?", "role"),
+        ("What does Wilhelmina do for a living?", "role"),
+        ("What does Oskar do?", "role"),
+        ("What is the profession of the woman with the scarf?", "role"),
+        ("Who looks after the bees?", "person"),
+        ("Where do the frames go?", "place"),
+        ("What colour is the shed?", ""),
+    ],
+)
+def test_answer_kind(question, kind):
+    assert answer_kind(question) == kind
+
+
+@pytest.mark.parametrize(
+    ("text", "role"),
+    [
+        ("Oskar is the beekeeper of the building.", True),
+        ("<voice_3> works as a court stenographer.", True),
+        ('Pia says: "I\'m a locksmith, call me any time."', True),
+        ("Pia works at the harbour office.", True),
+        ('Pia says: "My scarf is a bit long, sorry."', False),
+        ("Pia is called Pia.", False),
+        ("Pia is allergic to cats.", False),
+    ],
+)
+def test_role_statements(text, role):
+    assert holds_kind(text, "role", set()) is role
+
+
+def test_a_job_question_finds_a_job_no_list_names():
+    result = ask("What is Oskar's job?")
+    assert result.code == "SUCCEEDED", result.error_message
+    assert "beekeeper" in result.answer
+    result = ask("What does Wilhelmina do for a living?")
+    assert "court stenographer" in result.answer
+
+
+def test_a_question_line_is_answered_by_the_next_speaker():
+    result = ask("Where do we store the spare hive frames?")
+    assert "shed behind the compost heap" in result.answer
+    assert result.evidence_ids[:2] == ["episodic_4", "episodic_5"]
+
+
+def test_reply_to_needs_another_speaker_next():
+    clip = GREENHOUSE[0][1]
+    assert asks_back(clip[3]) and reply_to(clip[3], clip) == clip[4]
+    assert asks_back(clip[5]) and reply_to(clip[5], clip) is None  # the same speaker goes on
+    assert not asks_back(clip[4]) and reply_to(clip[4], clip) is None  # not a question
+    other_clip = [said(5, "voice_1", "Stacked in the shed.", clip=1)]
+    assert reply_to(clip[3], other_clip) is None  # a line of another clip is no reply
+    far = [said(40, "voice_1", "Stacked in the shed.")]
+    assert reply_to(clip[3], far) is None  # too far on: lines between are missing from the evidence
+
+
+def test_a_who_question_on_a_line_saying_you_names_the_person_spoken_to():
+    result = ask("Who waters the seedlings?")
+    assert "Oskar says" in result.answer and result.answer.endswith("(said to Wilhelmina)")
+    result = ask("Who will lock the gate?")
+    assert result.answer.endswith("(said to Oskar)")  # called by name
+    result = ask("Who feeds the fish?")
+    assert "said to" not in result.answer  # "I'm the one who...": the speaker's own
+
+
+def test_addressee_is_none_without_you_or_another_speaker():
+    clip = GREENHOUSE[0][1]
+    assert addressee(clip[4], clip) is None  # no "you"
+    alone = [said(30, "voice_1", "You can water them later.")]
+    assert addressee(alone[0], alone) is None  # nobody else spoke near it
