@@ -7,7 +7,8 @@ the best by their similarity to the query, with the instruction's words as a tie
 extractive reasoner's coverage), bookkeeping dropped ("X is seen", equivalences, "<face_1> is
 called Alice"), ids rendered as the names memory knows (names.py; its current names, which the
 loop learns, before "is called" memories), and the lines in time order
-("[clip 3] ...") so that the latest state of things comes last. An instruction that asks for an id
+("[clip 3] ...") so that the latest state of things comes last. A line that asks a question comes with
+the next speaker's reply (answer_kinds.reply_to), even past the limit. An instruction that asks for an id
 sees the ids. Memory text stays data: the system prompt says so, and plan steps are validated
 against the user's own instruction whatever the model reads.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from m3_control.answer_kinds import reply_to
 from m3_control.extractive_reasoner import content_words, is_bookkeeping, question_words
 from m3_control.loop import EMPTY_HINT, asks_for_id
 from m3_control.memory_client import Clip, Memory
@@ -52,6 +54,14 @@ def compact_knowledge(clips: list[Clip], nodes: list[Memory], state: LoopState, 
         seen_texts.add(text.lower())
         candidates[memory.node_id] = (relevance(memory, words, text), order, memory, text)
     best = sorted(candidates.values(), key=lambda c: (-c[0], c[1]))[:limit]
+    # a line asking what the user asks ("Where do you keep the aprons?") is shown with its reply, which
+    # shares few of the question's words ("On the hooks behind the door.") and would be left out
+    chosen = {c[2].node_id for c in best}
+    for _, _, memory, _ in list(best):
+        reply = reply_to(memory, retrieved)
+        if reply is not None and reply.node_id in candidates and reply.node_id not in chosen:
+            best.append(candidates[reply.node_id])
+            chosen.add(reply.node_id)
     best.sort(key=lambda c: (c[2].clip_index, c[1]))
     state.shown.update(c[2].node_id for c in best)
     if not best:

@@ -49,7 +49,7 @@ GREENHOUSE = [
             said(20, "voice_2", "Oskar, you can lock the gate tonight."),
             said(21, "voice_3", "I'm the one who feeds the fish, you know."),
         ],
-    )
+    ),
 ]
 NAMES = {"voice_1": "Oskar", "voice_3": "Wilhelmina"}
 

@@ -211,3 +211,19 @@ def test_concurrent_callers_share_one_client():
         for thread in threads:
             thread.join(5)
     assert replies == [answer("ok")] * 3
+
+
+def test_compact_knowledge_shows_a_question_line_with_its_reply():
+    lines = [
+        _m("episodic_1", "episodic", '<voice_1> says: "Where do we keep the spare hive frames?"', 0, ("voice_1",)),
+        _m("episodic_2", "episodic", '<voice_2> says: "Stacked in the shed behind the compost heap."', 0, ("voice_2",)),
+    ]
+    lines += [_m(f"episodic_{i}", "episodic", f'<voice_2> says: "Frames and hives, note {i}."', 0) for i in range(3, 9)]
+    memory = FakeMemory([(0, lines)], names={"voice_1": "Pia", "voice_2": "Oskar"})
+    with ChatServer([answer("In the shed behind the compost heap.")]) as server:
+        result, _, _ = ask(server, "Where are the spare hive frames kept?", memory=memory, knowledge_limit=1)
+    assert result.code == "SUCCEEDED", result.error_message
+    knowledge = server.requests[0]["messages"][-1]["content"]
+    assert 'Pia says: "Where do we keep the spare hive frames?"' in knowledge
+    assert 'Oskar says: "Stacked in the shed behind the compost heap."' in knowledge  # the reply, past the limit
+    assert len(knowledge.splitlines()) == 1 + 2
