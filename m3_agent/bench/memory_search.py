@@ -76,7 +76,7 @@ def window_figures(memory: Memory, queries: list[str], seed: int = 1) -> dict:
     filtered search; None when the memory has no places or no time span."""
     graph, search = memory.graph, memory.search
     rng = np.random.default_rng(seed)
-    cols = graph.columns.arrays()
+    cols = graph.columns
     placed = np.flatnonzero(~np.isnan(cols.x))
     if len(cols.seq) == 0 or len(placed) == 0:
         return {"search_time_p99_ms": None, "search_place_p99_ms": None}

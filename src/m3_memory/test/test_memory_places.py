@@ -16,6 +16,7 @@ from m3_memory.errors import MemoryApiError
 from m3_memory.memory import Memory
 from m3_memory.place.poses import PoseSample
 from m3_memory.place.regions import Regions
+from m3_memory.search import where as where_module
 from m3_memory.search.where import REGION_BONUS
 from m3_memory.store.importer import import_export
 from m3_memory.store.sqlite_store import SCHEMA_FILE, SCHEMA_VERSION, MemoryStore
@@ -252,3 +253,14 @@ def test_a_region_named_in_the_query_ranks_memories_made_there_higher(placed):
     hall = search.search_node(query, kinds=["episodic"], top_k=10, where=search.where(region="front hall"))
     assert [h.node_id for h in hall] == [elsewhere]
     assert math.isclose(hall[0].score, unnamed[elsewhere].score, abs_tol=1e-5)
+
+
+def test_a_named_region_too_large_for_exact_scoring_is_searched_in_the_index(placed, monkeypatch):
+    memory = placed[0]
+    query = "what was said in the kitchen"
+    exact = {h.node_id: h.score for h in memory.search.search_node(query, kinds=["episodic"], top_k=10)}
+    monkeypatch.setattr(where_module, "EXACT_CANDIDATES", 0)  # every region is "too large" now
+    indexed = {h.node_id: h.score for h in memory.search.search_node(query, kinds=["episodic"], top_k=10)}
+    kitchen = said(memory, "keys on the shelf").node_id
+    assert math.isclose(indexed[kitchen], exact[kitchen], abs_tol=1e-5)  # still found, still REGION_BONUS higher
+    assert indexed.keys() == exact.keys()

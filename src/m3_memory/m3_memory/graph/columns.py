@@ -1,8 +1,9 @@
 """The text memories' times and places as arrays, so a time or place window is one vectorised test over
 every memory instead of a Python loop (at 1M memories the loop alone took longer than a whole search).
 
-Rows follow the order memories were cached (load, then each new one); arrays are rebuilt from the
-appended rows only when a filter needs them after new memories came, so adding a memory stays O(1).
+Rows follow the order memories were cached (load, then each new one). Each row is written straight
+into preallocated arrays that double when full, so adding a memory is O(1) amortised and a filter never
+rebuilds anything (concatenating after each clip made ingest O(N) a clip at 1M memories).
 """
 
 from __future__ import annotations
@@ -13,46 +14,68 @@ import numpy as np
 
 from m3_memory.graph.records import TextNode
 
+INITIAL_CAPACITY = 1024
+_FIELDS = (("seq", np.int64), ("start_ns", np.int64), ("end_ns", np.int64), ("x", np.float64), ("y", np.float64),
+           ("frame", np.int32))  # fmt: skip
+
 
 class TextColumns:
     """seq, start_ns, end_ns, x, y (NaN without a place) and frame (a small code: comparing strings over every
-    memory took longer than the rest of a place search) of every cached text memory."""
+    memory took longer than the rest of a place search) of every cached text memory, as numpy views of
+    the rows added so far."""
 
-    def __init__(self) -> None:
-        self._rows: list[tuple[int, int, int, float, float, int]] = []
+    def __init__(self, capacity: int = INITIAL_CAPACITY) -> None:
         self._frames: dict[str, int] = {"": -1}  # frame_id -> code; "" = no place
-        self._built = 0
+        self._count = 0
         self._lock = threading.Lock()
-        self.seq = np.zeros(0, np.int64)
-        self.start_ns = np.zeros(0, np.int64)
-        self.end_ns = np.zeros(0, np.int64)
-        self.x = np.zeros(0, np.float64)
-        self.y = np.zeros(0, np.float64)
-        self.frame = np.zeros(0, np.int32)
+        self._buffers = {name: np.zeros(max(1, capacity), dtype) for name, dtype in _FIELDS}
 
     def add(self, node: TextNode) -> None:
         place = node.place
         x, y, frame = (place.x, place.y, place.frame_id) if place is not None else (np.nan, np.nan, "")
-        code = self._frames.setdefault(frame, len(self._frames) - 1)
-        self._rows.append((node.seq, node.start_ns, node.end_ns, x, y, code))
+        with self._lock:
+            code = self._frames.setdefault(frame, len(self._frames) - 1)
+            if self._count == len(self._buffers["seq"]):
+                self._buffers = {name: np.resize(buf, 2 * len(buf)) for name, buf in self._buffers.items()}
+            row = self._count
+            for name, value in zip(
+                ("seq", "start_ns", "end_ns", "x", "y", "frame"),
+                (node.seq, node.start_ns, node.end_ns, x, y, code),
+                strict=True,
+            ):
+                self._buffers[name][row] = value
+            self._count = row + 1
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return self._count
 
-    def arrays(self) -> TextColumns:
-        """The columns with every added row in them (built on demand, appending only what is new)."""
+    def _view(self, name: str) -> np.ndarray:
         with self._lock:
-            if self._built < len(self._rows):
-                new = self._rows[self._built :]
-                seq, start, end, x, y, frame = zip(*new, strict=True)
-                self.seq = np.concatenate([self.seq, np.asarray(seq, np.int64)])
-                self.start_ns = np.concatenate([self.start_ns, np.asarray(start, np.int64)])
-                self.end_ns = np.concatenate([self.end_ns, np.asarray(end, np.int64)])
-                self.x = np.concatenate([self.x, np.asarray(x, np.float64)])
-                self.y = np.concatenate([self.y, np.asarray(y, np.float64)])
-                self.frame = np.concatenate([self.frame, np.asarray(frame, np.int32)])
-                self._built = len(self._rows)
-            return self
+            return self._buffers[name][: self._count]
+
+    @property
+    def seq(self) -> np.ndarray:
+        return self._view("seq")
+
+    @property
+    def start_ns(self) -> np.ndarray:
+        return self._view("start_ns")
+
+    @property
+    def end_ns(self) -> np.ndarray:
+        return self._view("end_ns")
+
+    @property
+    def x(self) -> np.ndarray:
+        return self._view("x")
+
+    @property
+    def y(self) -> np.ndarray:
+        return self._view("y")
+
+    @property
+    def frame(self) -> np.ndarray:
+        return self._view("frame")
 
     def window(
         self,
@@ -63,14 +86,18 @@ class TextColumns:
     ) -> np.ndarray:
         """seq of the memories that end at or after after_ns, start at or before before_ns (0: no limit) and,
         with box (min_x, min_y, max_x, max_y), lie in it in frame_id; the caller checks the exact shape."""
-        cols = self.arrays()
-        keep = np.ones(len(cols.seq), bool)
+        with self._lock:  # one consistent set of rows, even while a clip is being added
+            n = self._count
+            cols = {name: buf[:n] for name, buf in self._buffers.items()}
+            frame_code = self._frames.get(frame_id, -2)
+        keep = np.ones(n, bool)
         if after_ns > 0:
-            keep &= cols.end_ns >= after_ns
+            keep &= cols["end_ns"] >= after_ns
         if before_ns > 0:
-            keep &= cols.start_ns <= before_ns
+            keep &= cols["start_ns"] <= before_ns
         if box is not None:
             min_x, min_y, max_x, max_y = box
-            keep &= (cols.x >= min_x) & (cols.x <= max_x) & (cols.y >= min_y) & (cols.y <= max_y)
-            keep &= cols.frame == self._frames.get(frame_id, -2)
-        return cols.seq[keep]
+            x, y = cols["x"], cols["y"]
+            keep &= (x >= min_x) & (x <= max_x) & (y >= min_y) & (y <= max_y)
+            keep &= cols["frame"] == frame_code
+        return cols["seq"][keep]

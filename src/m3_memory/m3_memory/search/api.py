@@ -134,6 +134,9 @@ class MemorySearch(EntitySearchMixin):
             node = graph.text.get(graph.text_by_seq.get(label, ""))
             return node is not None and passes(node)
 
+        def in_named(label: int) -> bool:
+            return named is not None and named.keeps(graph.text[graph.text_by_seq[label]])
+
         candidates = exact_candidates(graph, where, before_stamp_ns, passes) if where.active else None
         if candidates is not None:
             best = score_exactly(graph.text_index, candidates, vectors, k)
@@ -145,7 +148,15 @@ class MemorySearch(EntitySearchMixin):
                     best[node_id] = max(best.get(node_id, -2.0), score)
         if named is not None:  # the query names a region: memories made there rank higher (and are found)
             inside = exact_candidates(graph, named, before_stamp_ns, passes)
-            for node_id, score in score_exactly(graph.text_index, inside or [], vectors, k).items():
+            if inside is not None:
+                found = score_exactly(graph.text_index, inside, vectors, k)
+            else:  # a region holding more memories than exact scoring takes: the index, filtered to it
+                found = {}
+                for vector in vectors:
+                    for label, score in graph.text_index.search(vector, k, lambda lb: keep(lb) and in_named(lb)):
+                        node_id = graph.text_by_seq[label]
+                        found[node_id] = max(found.get(node_id, -2.0), score)
+            for node_id, score in found.items():
                 best[node_id] = max(best.get(node_id, -2.0), score + REGION_BONUS)
         for node_id in best:  # a statement replaced by then ranks below the one that replaced it
             if graph.text[node_id].known_at(before_stamp_ns).superseded_by:

@@ -118,14 +118,16 @@ def exact_candidates(graph, where: Where, before_ns: int, passes) -> list[TextNo
 
 
 def score_exactly(index, candidates: list[TextNode], vectors: np.ndarray, k: int) -> dict[str, float]:
-    """node_id -> best cosine over the query variants, the k best per variant, by one matrix product."""
+    """node_id -> best cosine over the query variants, the k best per variant, by one matrix product (and a
+    partial sort: the k best of up to EXACT_CANDIDATES, in no particular order)."""
     if not candidates:
         return {}
     rows = index.vectors([node.seq for node in candidates])
     scores = rows @ np.asarray(vectors, dtype=np.float32).T  # unit rows, unit queries: cosines
     best: dict[str, float] = {}
     for column in scores.T:
-        for i in np.argsort(-column, kind="stable")[:k]:
+        top = np.argpartition(-column, k - 1)[:k] if k < len(column) else np.arange(len(column))
+        for i in top:
             node_id = candidates[int(i)].node_id
             best[node_id] = max(best.get(node_id, -2.0), float(column[i]))
     return best
