@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from m3_control.answer_kinds import NOT_PEOPLE, ROLE_KIND_WORDS, addressee, answer_kind, holds_kind, reply_to
 from m3_control.instruction_plans import PLACE_RE, plan_from
 from m3_control.loop import asks_for_id
-from m3_control.memory_client import Memory
+from m3_control.memory_client import Memory, shown_text
 from m3_control.names import ANY_ID, NAME_PATTERNS, names_from, with_names
 from m3_control.reasoner import Answer, LoopState, Search
 from m3_control.skills import is_question
@@ -217,7 +217,7 @@ class ExtractiveReasoner:
     # --- judging evidence ----------------------------------------------------------------------
     def score(self, instruction: str, memory: Memory, names: dict[str, str]) -> Scored:
         wanted = question_words(instruction)
-        text = with_names(memory.text, names)
+        text = with_names(shown_text(memory), names)
         have = content_words(text)
         # a memory about a named person's ids counts as naming them
         have |= {_stem(names[e]) for e in memory.entity_ids if e in names}

@@ -20,7 +20,7 @@ from dataclasses import replace
 from m3_control.answer_kinds import reply_to
 from m3_control.extractive_reasoner import content_words, is_bookkeeping, question_words
 from m3_control.loop import EMPTY_HINT, asks_for_id
-from m3_control.memory_client import Clip, Memory
+from m3_control.memory_client import Clip, Memory, shown_text
 from m3_control.names import names_from, with_names
 from m3_control.reasoner import LoopState
 
@@ -46,7 +46,7 @@ def compact_knowledge(clips: list[Clip], nodes: list[Memory], state: LoopState, 
     for order, memory in enumerate(retrieved):
         if memory.node_id in state.shown or memory.node_id in candidates:
             continue
-        text = with_names(memory.text.strip(), names)
+        text = with_names(shown_text(memory).strip(), names)
         if not wants_ids and (is_bookkeeping(memory) or is_bookkeeping(replace(memory, text=text))):
             continue
         if text.lower() in seen_texts:

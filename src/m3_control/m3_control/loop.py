@@ -34,6 +34,7 @@ from m3_control.memory_client import (
     MemoryQueryRejected,
     MemoryUnavailable,
     entity_names,
+    shown_text,
 )
 from m3_control.names import ANSWER_ID_RE, UNNAMED, asker_spellings, names_from, respelt
 from m3_control.reasoner import Answer, LoopState, Reasoner, ReasonerError, Search
@@ -122,9 +123,9 @@ def knowledge_message(clips: list[Clip], nodes: list[Memory]) -> str:
         key = f"CLIP_{clip.clip_index}"
         if key in data:  # a fleet search: another robot's clip with the same index
             key = f"CLIP_{clip.clip_index}_{clip.robot_id}"
-        data[key] = {m.node_id: m.text for m in clip.memories}
+        data[key] = {m.node_id: shown_text(m) for m in clip.memories}
     if nodes:
-        data["NODES"] = {m.node_id: m.text for m in nodes}
+        data["NODES"] = {m.node_id: shown_text(m) for m in nodes}
     text = f"Searched knowledge: {json.dumps(data, ensure_ascii=False)}\n{KNOWLEDGE_NOTE}"
     if not clips and not nodes:
         text += "\n" + EMPTY_HINT

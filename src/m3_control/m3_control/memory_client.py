@@ -42,6 +42,7 @@ class Memory:
     robot_id: str = ""  # the robot that stored it ("" for entities and where memory does not say)
     end_ns: int = 0  # end of its evidence (stream clock); for an entity, when it was last observed
     place: Place | None = None  # where the robot was when it happened; None without a pose, and for entities
+    superseded_by: str = ""  # the memory that replaced what this one states (as known at the as-of time); "" = none
 
 
 @dataclass(frozen=True)
@@ -94,19 +95,26 @@ def memory_of(item, score: float | None = None) -> Memory:
     end_ns = getattr(item, "end_ns", None)
     if end_ns is None:  # a message: builtin_interfaces/Time
         end_ns = int(item.end.sec) * 1_000_000_000 + int(item.end.nanosec)
-    replaced_by = str(getattr(item, "superseded_by", ""))
     return Memory(
         node_id=item.node_id,
         kind=item.kind,
-        # a statement a newer memory replaced says so, for every reasoner (both sides are then in evidence)
-        text=f"{item.text} (no longer true: replaced by {replaced_by})" if replaced_by else item.text,
+        text=item.text,
         clip_index=int(item.clip_index),
         score=float(item.score if score is None else score),
         entity_ids=tuple(item.entity_ids),
         robot_id=str(getattr(item, "robot_id", "")),
         end_ns=int(end_ns),
         place=place_of(getattr(item, "place", None)),
+        superseded_by=str(getattr(item, "superseded_by", "")),
     )
+
+
+def shown_text(memory: Memory) -> str:
+    """The memory as reasoners read it: a statement a newer memory replaced says so (both sides are then in
+    evidence), so every reasoner, and the answer checks, see the same words."""
+    if memory.superseded_by:
+        return f"{memory.text} (no longer true: replaced by {memory.superseded_by})"
+    return memory.text
 
 
 def place_of(place) -> Place | None:

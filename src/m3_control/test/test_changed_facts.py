@@ -48,3 +48,17 @@ def test_the_loop_answers_with_what_was_true_then(memory, question, as_of_s, exp
     config = LoopConfig(max_rounds=3, before_stamp_ns=as_of_s * S)
     result = run_loop(question, ExtractiveReasoner(), memory, load_skills(), config)
     assert result.code == SUCCEEDED and expected in result.answer, result.answer
+
+
+def test_a_replaced_statement_keeps_its_text_and_reasoners_read_the_note(memory):
+    from m3_control.loop import knowledge_message
+    from m3_control.memory_client import shown_text
+
+    clips = memory.search_clip("Where are the keys?", top_k=3, threshold=0.0)
+    old = next(m for c in clips for m in c.memories if "kitchen drawer" in m.text)
+    assert old.superseded_by and old.text.endswith('drawer"')  # the stored text is as said
+    assert shown_text(old).endswith(f"(no longer true: replaced by {old.superseded_by})")
+    assert shown_text(old) in knowledge_message(clips, []).replace('\\"', '"')
+    before = memory.search_clip("Where are the keys?", top_k=3, threshold=0.0, before_stamp_ns=50 * S)
+    old_then = next(m for c in before for m in c.memories if "kitchen drawer" in m.text)
+    assert not old_then.superseded_by and shown_text(old_then) == old_then.text  # not yet replaced then
