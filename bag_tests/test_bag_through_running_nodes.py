@@ -20,10 +20,12 @@ from m3_agent.recording.player import BagPlayer, PlaybackOptions, spinning
 SETTLE_S = 8.0  # no perception output for this long after playback: the nodes have caught up
 
 
-def start_suite(memory_dir, *nodes: str) -> subprocess.Popen:
+def start_suite(memory_dir, *nodes: str, places: list[str] = ()) -> subprocess.Popen:
+    """`m3 run` on simulated time; places: `--set` arguments for the pose topic and regions file."""
     args = [
         "m3",
         "run",
+        *(arg for setting in places for arg in ("--set", setting)),
         "--set",
         f"memory_node.memory_dir={memory_dir}",
         "--set",
@@ -100,13 +102,13 @@ def ros():
 
 
 @pytest.fixture(scope="module")
-def played_memory(ros, episode_bag, tmp_path_factory):
+def played_memory(ros, episode_bag, place_parameters, tmp_path_factory):
     """Play the bag in real time (paced on perception's progress, so a loaded machine drops nothing)
-    to perception + memory + control; stop them; return the memory dir."""
+    to perception + memory (following the recorded pose topic) + control; stop them; return the memory dir."""
     from m3_interfaces.srv import GetStats
 
     memory_dir = tmp_path_factory.mktemp("bag_memory") / "memory"
-    suite = start_suite(memory_dir)
+    suite = start_suite(memory_dir, places=place_parameters)
     try:
         # Answered, not only discovered: the suite's executor is spinning.
         assert call(wait_for_service(ros, GetStats, "/m3/memory/get_stats"), GetStats.Request()).error_code == 0
@@ -179,6 +181,42 @@ def test_services_and_the_control_action_answer_from_that_memory(ros, played_mem
         answer = json.loads(asked.stdout.splitlines()[-1])
         assert "kitchen drawer" in answer["answer"].lower()
         assert answer["evidence_ids"]
+    finally:
+        stop_suite(suite)
+
+
+def ask(question: str) -> dict:
+    asked = subprocess.run(
+        ["m3", "ask", question, "--json", "--wait", "60"], capture_output=True, text=True, timeout=180
+    )
+    assert asked.returncode == 0, asked.stderr
+    return json.loads(asked.stdout.splitlines()[-1])
+
+
+def test_memories_know_where_they_happened_and_plans_go_there(played_memory, place_parameters):
+    """The robot greeted Alice in the front hall and moved to the living room (the recorded /amcl_pose):
+    the memory node, live over DDS, labelled what was said with the room; the action answers where
+    something was said and plans `navigate_to` with a pose from the regions file."""
+    from m3_memory.store.sqlite_store import MemoryStore
+
+    store = MemoryStore(str(played_memory), create=False)
+    try:
+        export = store.export_json()
+    finally:
+        store.close()
+    region = {row["node_id"]: row["region"] for row in export["text_places"]}
+    rooms = {n["text"]: region.get(n["node_id"]) for n in export["text_nodes"] if "says" in n["text"]}
+    assert any("red folder" in text and room == "front hall" for text, room in rooms.items()), rooms
+    assert any("black coffee" in text and room == "living room" for text, room in rooms.items()), rooms
+    suite = start_suite(played_memory, "memory_node", "control_node", places=place_parameters)
+    try:
+        answer = ask("In which room did Bob say he likes black coffee?")
+        assert "living room" in answer["answer"], answer
+        plan = ask("Take me to the kitchen.")["plan"]
+        steps = [s for s in plan if s["skill"] == "navigate_to"]
+        assert steps and steps[0]["target_pose"]["frame_id"] == "map", plan
+        pose = steps[0]["target_pose"]
+        assert (pose["x"], pose["y"]) == (1.5, 5.0) and pose["source"] == "region", pose  # the kitchen's centre
     finally:
         stop_suite(suite)
 

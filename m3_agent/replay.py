@@ -60,6 +60,22 @@ def _pick_topic(topics: dict[str, tuple[str, int]], types: tuple[str, ...], want
     return candidates[0] if len(candidates) == 1 else None
 
 
+def pose_reader(memory_params: dict, topics: dict[str, tuple[str, int]]):
+    """(topic, PoseTrack, the Pose inside a message) of the recording's pose topic, as the memory node follows
+    it (pose_topic of pose_type in pose_frame_id); (None, None, None) without one: memories get no place."""
+    from m3_memory.place.poses import PoseTrack
+    from m3_memory.pose_input import POSE_OF
+
+    topic = memory_params["pose_topic"]
+    if not topic:
+        return None, None, None
+    type_name, pose_of = POSE_OF[memory_params["pose_type"]]
+    if topics.get(topic, ("", 0))[0] != type_name:
+        log.warning("the recording has no %s topic %s: its memories get no place", type_name, topic)
+        return None, None, None
+    return topic, PoseTrack(memory_params["pose_frame_id"]), pose_of
+
+
 class Replayer:
     """Loads the perception pipelines and opens the memory once; `run` replays one recording."""
 
@@ -144,6 +160,7 @@ class Replayer:
     def run(self, bag: str | Path, progress: Callable[[float, float], None] | None = None) -> ReplayReport:
         from m3_memory.assembly import clip_ingester, clip_windows
         from m3_memory.graph.records import MATCH_FACE, MATCH_VOICE, FaceEvidence, MatchEvidence, VoiceEvidence
+        from m3_memory.pose_input import pose_sample
         from m3_runtime.audio_codec import AudioDecodeError, AudioLimits, decode_chunk
         from m3_runtime.image_codec import ImageDecodeError, decode_compressed, decode_raw, encode_jpeg
         from m3_runtime.stamps import StampGuard, StampRejected, header_ns
@@ -156,6 +173,7 @@ class Replayer:
         audio_topic = _pick_topic(info.topics, (AUDIO_CHUNK,), p["audio_topic"])
         if image_topic is None and audio_topic is None:
             raise ValueError(f"{bag} has no camera or AudioChunk topic I can choose; it has {sorted(info.topics)}")
+        pose_topic, track, pose_of = pose_reader(self.memory_params, info.topics)
         first_index, next_index = self._state(bag, info.start_ns)
         audio_limits = AudioLimits(p["audio_sample_rate_min"], p["audio_sample_rate_max"], p["max_audio_chunk_s"])
         min_gap_s = 1.0 / p["face_rate_hz"]
@@ -192,6 +210,8 @@ class Replayer:
         def store(clips) -> None:
             for clip in clips:
                 closed_max[0] = max(closed_max[0], clip.clip_index)
+                if track is not None:  # the robot's path through the clip, as the memory node keeps it
+                    clip.path = track.between(clip.start_ns, clip.end_ns)
                 if clip.clip_index >= next_index:  # earlier ones are stored already (a resume re-reads them)
                     ingester.submit(clip)
 
@@ -235,7 +255,7 @@ class Replayer:
             counts["late"] += apply_voice_updates(self.voices, self.matcher, windows)  # after the events they revise
 
         started = time.perf_counter()
-        topics = [t for t in (image_topic, audio_topic) if t]
+        topics = [t for t in (image_topic, audio_topic, pose_topic) if t]
         offset_s = position["offset_ns"] / NS
         messages = [] if position["at_end"] else iter_deserialized(bag, topics, offset_s, status, position["skip"])
         stopped = ""
@@ -251,6 +271,15 @@ class Replayer:
                         where = {"offset_ns": message.timestamp_ns - info.start_ns, "skip": 0, "at_end": False}
                     snapshot(label, where)
                     next_label = label + 1
+                if message.topic == pose_topic:
+                    try:
+                        sample = pose_sample(msg, pose_of)
+                        if sample.frame_id != track.frame_id:
+                            raise ValueError(f"frame {sample.frame_id!r}, not pose_frame_id {track.frame_id!r}")
+                        track.add(sample)  # False for a repeated or older stamp: not an error
+                    except (ValueError, AttributeError) as error:
+                        status.skip(message.topic, f"unusable pose: {error} (at {stamp_s:.3f} s)")
+                    continue
                 header_s = msg.header.stamp.sec + msg.header.stamp.nanosec / NS
                 try:
                     if stamps[message.topic].admit(header_ns(msg.header.stamp.sec, msg.header.stamp.nanosec)):

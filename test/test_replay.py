@@ -9,25 +9,31 @@ import yaml
 
 from m3_agent.bringup import default_params_file
 from m3_agent.demo.generate import generate
+from m3_agent.demo.places import place_setup
 from m3_agent.recording.bag_reader import bag_info
-from m3_agent.recording.video2bag import convert
+from m3_agent.recording.video2bag import ConversionOptions, convert
 
 TWO_PEOPLE = Path(__file__).with_name("data") / "two_people.yaml"
 
 
 @pytest.fixture(scope="module")
 def bag(tmp_path_factory):
+    """The two-room episode recorded with the robot's pose track (AMCL's topic)."""
     out = tmp_path_factory.mktemp("replay")
     generate(out, TWO_PEOPLE)
-    convert(out / "episode.mp4", out / "bag")
+    convert(out / "episode.mp4", out / "bag", ConversionOptions(poses=place_setup(out)[0]))
     return out / "bag"
 
 
 @pytest.fixture(scope="module")
 def replayed(bag, tmp_path_factory):
     memory = tmp_path_factory.mktemp("memory") / "mem"
+    places = [f"memory_node.{k}={v}" for k, v in place_setup(bag.parent)[1]["memory_node"].items()]
     result = subprocess.run(
-        ["m3", "replay", str(bag), "--memory", str(memory), "--quiet"], capture_output=True, text=True, timeout=600
+        ["m3", "replay", str(bag), "--memory", str(memory), "--quiet", *(a for p in places for a in ("--set", p))],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr
     return memory, json.loads(result.stdout.splitlines()[-1])
@@ -52,6 +58,12 @@ def test_replay_builds_a_memory_of_who_was_seen_and_said_what(bag, replayed):
     assert any("kitchen drawer" in t for t in texts)
     assert any("green tea" in t for t in texts)
     assert "Alice" in {e["name"] for e in export["entities"] if e["kind"] == "person"}
+    # the recorded pose track: what was said in the hall and in the living room knows which room
+    region = {row["node_id"]: row["region"] for row in export["text_places"]}
+    said = {n["text"]: region.get(n["node_id"]) for n in export["text_nodes"] if "says" in n["text"]}
+    assert any("kitchen drawer" in t and r == "front hall" for t, r in said.items()), said
+    assert any("green tea" in t and r == "living room" for t, r in said.items()), said
+    assert export["clip_paths"]  # and each clip kept the robot's path
 
 
 def test_replaying_again_resumes_and_adds_nothing(bag, replayed):

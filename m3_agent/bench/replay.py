@@ -15,6 +15,7 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -46,11 +47,11 @@ def render_episode(out: Path, script: str | Path | None, voice_cache: Path, reus
     """episode.mp4, truth.json and questions.json in out (paths returned, with "fresh"). reuse: keep
     the files while the script and the generator are unchanged (their hash is kept beside them)."""
     from m3_agent.demo import generate as generator
-    from m3_agent.demo import timeline
+    from m3_agent.demo import places, timeline
 
     path = Path(script or generator.default_script())
     digest = hashlib.sha256(path.read_bytes())
-    for module in (generator, timeline):  # a change to the generator renders anew
+    for module in (generator, timeline, places):  # a change to the generator renders anew
         digest.update(Path(module.__file__).read_bytes())
     stamp = out / "script.sha256"
     paths = {
@@ -74,26 +75,30 @@ def render_episode(out: Path, script: str | Path | None, voice_cache: Path, reus
 def record_and_replay(out: Path, episode: dict, params_file: str, overrides: dict) -> dict:
     """Record the episode's video into out/bag and replay it into out/episodes/<id>/memory; the
     replay report plus record_s, replay_s (the timed part) and memory_dir."""
+    from m3_agent.demo.places import place_setup, with_parameters
     from m3_agent.evaluation import annotations
-    from m3_agent.recording.video2bag import convert
+    from m3_agent.recording.video2bag import ConversionOptions, convert
     from m3_agent.replay import replay
 
+    poses, place_parameters = place_setup(out)  # an episode with places: its pose track and regions file
     started = time.perf_counter()
-    convert(episode["video"], out / "bag")
+    convert(episode["video"], out / "bag", ConversionOptions(poses=poses))
     recorded = time.perf_counter()
     questions = annotations.load(episode["questions"])
     memory_dir = out / "episodes" / questions[0].episode_id / "memory"
-    replayed = replay(out / "bag", memory_dir, params_file, overrides=overrides)
+    replayed = replay(out / "bag", memory_dir, params_file, overrides=with_parameters(overrides, place_parameters))
     ready = time.perf_counter()
     return {**replayed, "record_s": recorded - started, "replay_s": ready - recorded, "memory_dir": str(memory_dir)}
 
 
 def ask_questions(out: Path, questions_file: str, params_file: str, overrides: dict) -> tuple[list[dict], str]:
     """Every question of the episode asked anew through the Instruct action; (records, judge method)."""
+    from m3_agent.demo.places import place_setup, with_parameters
     from m3_agent.evaluation import annotations
     from m3_agent.evaluation.runner import evaluate
     from m3_control.judge import make_judge
 
+    overrides = with_parameters(overrides, place_setup(out)[1])  # the control node plans to the episode's places
     answers = out / "answers.jsonl"
     answers.unlink(missing_ok=True)  # the runner skips questions already answered there
     judge, method = make_judge("", "", 0.0, "")
@@ -113,6 +118,8 @@ def run(args: argparse.Namespace, llm) -> dict:
         out.mkdir(parents=True, exist_ok=True)
         print("generating the demo episode ...", file=sys.stderr)
         episode = render_episode(out, args.episode, out / ".voice_cache")
+        for stale in (out / "bag", out / "episodes"):  # an --out used before: record and replay anew
+            shutil.rmtree(stale, ignore_errors=True)
         overrides = llm.merged()
         replayed = record_and_replay(out, episode, params_file, overrides)
         ready = time.perf_counter()

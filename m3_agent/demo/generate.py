@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from m3_agent.demo.places import write_place_files
 from m3_agent.demo.timeline import (  # noqa: F401  (re-exported: the generator's public names)
     AUDIO_RATE_HZ,
     EpisodeTruth,
@@ -170,7 +171,8 @@ def question_set(script: dict, truth: EpisodeTruth) -> dict:
 
 
 def generate(out_dir: str | Path, script_path: str | Path | None = None, cache_dir: str | Path | None = None) -> dict:
-    """Write episode.mp4, truth.json and questions.json into out_dir; return their paths."""
+    """Write episode.mp4, truth.json and questions.json (and, for a script with places, regions.yaml and
+    poses.json: demo/places.py) into out_dir; return their paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = Path(script_path or default_script())
@@ -183,6 +185,7 @@ def generate(out_dir: str | Path, script_path: str | Path | None = None, cache_d
     for _, _, line in all_lines(script):
         voices[line.person].append(synthesize(script["people"][line.person]["voice"], line.text, cache))
     truth, audio = plan_episode(script, voices)
+    places = write_place_files(script, truth, out_dir)  # regions.yaml, poses.json: a script with places
     photos = {
         person: crop_photo(load_photo(spec["photo"]), spec.get("crop"))
         for person, spec in script["people"].items()
@@ -192,4 +195,5 @@ def generate(out_dir: str | Path, script_path: str | Path | None = None, cache_d
     video = write_video(out_dir / "episode.mp4", frames, script["fps"], audio, AUDIO_RATE_HZ)
     (out_dir / "truth.json").write_text(json.dumps(asdict(truth), indent=1))
     (out_dir / "questions.json").write_text(json.dumps(question_set(script, truth), indent=1))
-    return {"video": str(video), "truth": str(out_dir / "truth.json"), "questions": str(out_dir / "questions.json")}
+    paths = {"video": str(video), "truth": str(out_dir / "truth.json"), "questions": str(out_dir / "questions.json")}
+    return {**paths, **places}

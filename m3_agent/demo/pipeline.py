@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 EPISODE_FILES = ("episode.mp4", "truth.json", "questions.json")
+PLACE_FILES = ("regions.yaml", "poses.json")  # the demo script has places (demo/places.py)
 
 
 def _say(text: str) -> None:
@@ -40,6 +41,7 @@ def run_demo(
     stop_check: called before each stage; it raises once Ctrl-C or SIGTERM came (StopSignals.check), so
     a stop is honoured at the next stage even if a library swallowed its KeyboardInterrupt."""
     from m3_agent.demo.generate import generate
+    from m3_agent.demo.places import place_setup, with_parameters
     from m3_agent.evaluation import annotations, report
     from m3_agent.evaluation.runner import evaluate
     from m3_agent.recording.video2bag import ConversionOptions, convert
@@ -55,22 +57,24 @@ def run_demo(
     episode_id = "demo_home_01"
 
     stop_check()
-    if not all((out / name).exists() for name in EPISODE_FILES):
-        _say("1/5 generating the demo episode (Festival / espeak-ng voices, real photographs)")
+    bag = out / "bag"
+    if not all((out / name).exists() for name in EPISODE_FILES + PLACE_FILES):  # renders made before places too
+        _say("1/5 generating the demo episode (Festival / espeak-ng voices, real photographs, places)")
         generate(out, cache_dir=out / ".voice_cache")
+        shutil.rmtree(bag, ignore_errors=True)  # recorded from an older rendering
     else:
         _say("1/5 demo episode already generated")
-    bag = out / "bag"
+    poses, place_parameters = place_setup(out)  # the robot's path through the home, and its regions file
     stop_check()
     if not bag.exists():
-        _say("2/5 recording it into a rosbag2 (MCAP)")
-        convert(out / "episode.mp4", bag, ConversionOptions())
+        _say("2/5 recording it into a rosbag2 (MCAP), with the robot's pose track")
+        convert(out / "episode.mp4", bag, ConversionOptions(poses=poses))
     else:
         _say("2/5 recording already made")
     stop_check()
     _say("3/5 replaying the recording through perception and memory")
     memory_dir = out / "episodes" / episode_id / "memory"
-    overrides = overrides or {}
+    overrides = with_parameters(overrides or {}, place_parameters)
     _memory_for_memorizer(memory_dir, overrides.get("memory_node", {}))
     replay_report = replay(bag, memory_dir, params_file, show_progress, overrides)
     reasoner = overrides.get("control_node", {}).get("backend", "set in the parameter file")

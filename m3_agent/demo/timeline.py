@@ -10,6 +10,10 @@ People: a person without `photo` is only heard (never drawn); a person who speak
 scene's `present` is off-camera for that line. `named: false` marks a person whose name is never
 said or given in the episode (a benchmark must not count that name as missing); `spellings` lists
 other ways to write a name (Sofia: [Sophia]) that a benchmark accepts as that name.
+
+Places (optional): `places` names the regions of the home in the memory node's regions-file format,
+and every scene then says where the robot is (`place: kitchen`); demo/places.py turns that into a
+regions file and a pose path.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ class Scene:
     present: list[str]
     start_s: float
     end_s: float
+    place: str = ""  # where the robot is during the scene: a region of the script's `places` ("" = none)
 
 
 @dataclass
@@ -57,6 +62,11 @@ class Line:
     person: str
     text: str
     gap_s: float | None  # None: the script's gap_s after the previous line, as the original layout
+
+
+def place_key(name: object) -> str:
+    """A place name as regions match it: case-folded, runs of whitespace as one space."""
+    return " ".join(str(name).split()).casefold()
 
 
 def scene_lines(scene: dict) -> list[Line]:
@@ -103,7 +113,16 @@ def validate(script: dict) -> list[str]:
         lines = all_lines(script)
     except (ValueError, KeyError, TypeError) as error:
         return [*problems, f"lines: {error}"]
+    places = script.get("places")
+    if places is not None and not (isinstance(places, dict) and isinstance(places.get("regions"), dict)):
+        problems.append("places must be a regions file's mapping: {frame_id: map, regions: {name: shape}}")
+        places = None
+    names = {place_key(name) for name in (places or {}).get("regions", {})}
     for si, scene in enumerate(script.get("scenes", [])):
+        if "place" in scene and places is None:
+            problems.append(f"scene {si}: place {scene['place']!r} but the script has no places")
+        elif places is not None and place_key(scene.get("place", "")) not in names:
+            problems.append(f"scene {si}: place {scene.get('place')!r} is not one of places (every scene needs one)")
         for person in scene.get("present", []):
             if person not in people:
                 problems.append(f"scene {si}: present {person!r} is not in people")
@@ -161,7 +180,9 @@ def plan_episode(script: dict, voices: dict[str, list[np.ndarray]]) -> tuple[Epi
             last_end = end
             if end[1] + round(gap_s * AUDIO_RATE_HZ) >= n:
                 t, n = after(gap_s, end)
-        truth.scenes.append(Scene(list(scene["present"]), round(scene_start[0], 3), round(t, 3)))
+        truth.scenes.append(
+            Scene(list(scene["present"]), round(scene_start[0], 3), round(t, 3), str(scene.get("place", "")))
+        )
     truth.duration_s = round(t, 3)
     mixed = np.zeros(n, np.float32)
     for offset, audio in placed:

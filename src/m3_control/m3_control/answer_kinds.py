@@ -35,6 +35,8 @@ ANSWER_PLACE_RE = re.compile(
     re.IGNORECASE,
 )
 NOT_PEOPLE = set("The A An I It Its This That These Those There Here He She They We You Yes No Equivalence".split())
+# "In which room did ...?", "What place ...": the place where something happened, not one its words name
+ROOM_QUESTION_RE = re.compile(r"\b(?:which|what) (?:room|place|part of the (?:house|home|flat|building))\b", re.I)
 # "What is X's job?", "What does X do for a living?", "What is the profession of ...?"
 ROLE_QUESTION_RE = re.compile(
     r"\b(?:job|profession|occupation|career|line of work|for a living|role)\b|^what does .+ do\s*\??$", re.IGNORECASE
@@ -57,7 +59,7 @@ def answer_kind(instruction: str) -> str:
     text = instruction.lower().strip()
     if re.match(r"^(?:when\b|what (?:time|day|date)\b|which day\b)", text):
         return "time"
-    if re.match(r"^where\b", text):
+    if re.match(r"^where\b", text) or ROOM_QUESTION_RE.search(text):
         return "place"
     if re.match(r"^how (?:many|much|old|long)\b", text):
         return "number"
@@ -161,3 +163,15 @@ def addressee(line: Memory, evidence: list[Memory]) -> str | None:
     before = [m for m in near if _seq(m) < seq]
     closest = max(before, key=_seq) if before else min(near, key=_seq)
     return _speaker(closest)
+
+
+def where_it_happened(question: str, memory: Memory, text: str) -> str:
+    """The region a memory was made in, as a note for a place question ("(said in the kitchen)"): always for
+    "in which room ...?", for "where ...?" only when the memory's words name no place themselves (then the
+    words are the answer: "the keys are in the drawer"); "" when memory has no region for it."""
+    region = memory.place.region if memory.place is not None else ""
+    if not region or answer_kind(question) != "place":
+        return ""
+    if not ROOM_QUESTION_RE.search(question) and ANSWER_PLACE_RE.search(text):
+        return ""
+    return f"({'said' if _quoted(memory) is not None else 'noted'} in the {region})"

@@ -26,7 +26,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from m3_control.answer_kinds import NOT_PEOPLE, ROLE_KIND_WORDS, addressee, answer_kind, holds_kind, reply_to
+from m3_control.answer_kinds import (
+    NOT_PEOPLE,
+    ROLE_KIND_WORDS,
+    ROOM_QUESTION_RE,
+    addressee,
+    answer_kind,
+    holds_kind,
+    reply_to,
+    where_it_happened,
+)
 from m3_control.instruction_plans import PLACE_RE, plan_from
 from m3_control.loop import asks_for_id
 from m3_control.memory_client import Memory, shown_text
@@ -43,7 +52,9 @@ STOP = set(
 # "I'll", "we're", "don't": a pronoun or auxiliary with its contraction says nothing about the topic.
 CONTRACTION_RE = re.compile(r"(?:'(?:m|ll|ve|re|d)|n't)$")
 # Words that say what kind of answer is wanted, not what it is about.
-ROLE_WORDS = set("name named called person people woman women man men girl boy lady guy someone somebody one".split())
+ROLE_WORDS = set(
+    "name named called person people woman women man men girl boy lady guy someone somebody one room place".split()
+)
 COMMAND_VERBS = set("bring fetch get give hand take go navigate drive move look find show".split())
 PHRASES = (
     (re.compile(r"\b(?:kept|keep|keeping|stay|stays|staying)\s+away\s+from\b", re.I), "avoid"),
@@ -221,8 +232,11 @@ class ExtractiveReasoner:
         have = content_words(text)
         # a memory about a named person's ids counts as naming them
         have |= {_stem(names[e]) for e in memory.entity_ids if e in names}
+        region = memory.place.region if memory.place is not None else ""
+        have |= content_words(region)  # where it happened ("what was said in the kitchen")
         kind_asked = answer_kind(instruction)
         kind = holds_kind(text, kind_asked, set(names.values()))
+        kind = kind or bool(region and ROOM_QUESTION_RE.search(instruction))  # "in which room": its region
         if kind_asked == "role" and kind:  # "<X> is a surgeon" answers "job", "profession", "do"
             have |= {_stem(w) for w in ROLE_KIND_WORDS}
         exact = wanted & have
@@ -327,6 +341,9 @@ class ExtractiveReasoner:
         to = addressee(best.memory, state.evidence) if answer_kind(state.asked) == "person" else None
         if to:  # "Then you can test the brakes": the doer is the person spoken to
             text += f" (said to {with_names(to, names_from(state.evidence))})"
+        happened = where_it_happened(state.asked, best.memory, best.text)
+        if happened:  # "In which room did Alice say ...?": the region of the robot's pose then
+            text += f" {happened}"
         support = [s.memory.node_id for s in ranked if s.coverage >= max(self.config.weak, best.coverage - 0.25)][:3]
         for part in parts[1:]:
             if part.memory.node_id not in support:

@@ -7,7 +7,8 @@ the best by their similarity to the query, with the instruction's words as a tie
 extractive reasoner's coverage), bookkeeping dropped ("X is seen", equivalences, "<face_1> is
 called Alice"), ids rendered as the names memory knows (names.py; its current names, which the
 loop learns, before "is called" memories), and the lines in time order
-("[clip 3] ...") so that the latest state of things comes last. A line that asks a question comes with
+("[clip 3] ...", "[clip 3, in the kitchen] ..." where memory knows the region it happened in) so that
+the latest state of things comes last. A line that asks a question comes with
 the next speaker's reply (answer_kinds.reply_to), even past the limit. An instruction that asks for an id
 sees the ids. Memory text stays data: the system prompt says so, and plan steps are validated
 against the user's own instruction whatever the model reads.
@@ -33,6 +34,11 @@ def relevance(memory: Memory, words: set[str], text: str) -> float:
     have = content_words(text)
     coverage = len(words & have) / len(words) if words else 0.0
     return memory.score + COVERAGE_WEIGHT * coverage
+
+
+def _region(memory: Memory) -> str:
+    """ ", in the kitchen" when memory knows the region the robot was in (where the memory happened)."""
+    return f", in the {memory.place.region}" if memory.place is not None and memory.place.region else ""
 
 
 def compact_knowledge(clips: list[Clip], nodes: list[Memory], state: LoopState, limit: int) -> str:
@@ -66,5 +72,5 @@ def compact_knowledge(clips: list[Clip], nodes: list[Memory], state: LoopState, 
     state.shown.update(c[2].node_id for c in best)
     if not best:
         return "Memories found: none new.\n" + EMPTY_HINT
-    lines = [f"[clip {memory.clip_index}] {text}" for _, _, memory, text in best]
+    lines = [f"[clip {memory.clip_index}{_region(memory)}] {text}" for _, _, memory, text in best]
     return "Memories found:\n" + "\n".join(lines)

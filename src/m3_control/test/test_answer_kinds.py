@@ -130,3 +130,62 @@ def test_addressee_is_none_without_you_or_another_speaker():
     assert addressee(clip[4], clip) is None  # no "you"
     alone = [said(30, "voice_1", "You can water them later.")]
     assert addressee(alone[0], alone) is None  # nobody else spoke near it
+
+
+def test_where_it_happened_comes_from_the_region_of_the_robots_pose():
+    from m3_control.answer_kinds import where_it_happened
+    from m3_memory.graph.records import Place
+
+    line = said(40, "voice_1", "I will paint the fence on Sunday.")
+    there = Memory(**{**line.__dict__, "place": Place("map", 1.0, 2.0, 0.0, "garden shed")})
+    keys = Memory("episodic_41", "episodic", '<voice_1> says: "The keys are in the blue bowl."', 0,
+                  place=Place("map", 1.0, 2.0, 0.0, "garden shed"))  # fmt: skip
+    assert where_it_happened("In which room did Oskar talk about the fence?", there, there.text) == (
+        "(said in the garden shed)"
+    )
+    assert where_it_happened("Where was Oskar when he mentioned the fence?", there, there.text) == (
+        "(said in the garden shed)"
+    )
+    assert where_it_happened("Where are the keys?", keys, keys.text) == ""  # its words say where: the answer
+    assert where_it_happened("In which room were the keys mentioned?", keys, keys.text) == "(said in the garden shed)"
+    assert where_it_happened("In which room did Oskar talk about the fence?", line, line.text) == ""  # no pose
+    assert where_it_happened("What will Oskar paint?", there, there.text) == ""  # not a place question
+
+
+def test_a_room_question_is_answered_with_the_region_it_was_said_in():
+    from m3_memory.graph.records import Place
+
+    hall, shed = Place("map", 0.0, 0.0, 0.0, "hall"), Place("map", 5.0, 0.0, 0.0, "garden shed")
+    clips = [
+        (
+            0,
+            [
+                Memory(
+                    "episodic_1",
+                    "episodic",
+                    '<voice_1> says: "I will paint the fence on Sunday."',
+                    0,
+                    entity_ids=("voice_1",),
+                    place=shed,
+                )
+            ],
+        ),
+        (
+            1,
+            [
+                Memory(
+                    "episodic_2",
+                    "episodic",
+                    '<voice_2> says: "The paint for the fence is in the hall."',
+                    1,
+                    entity_ids=("voice_2",),
+                    place=hall,
+                )
+            ],
+        ),
+    ]
+    clips += [(0, [fact(3, "<voice_1> is called Oskar.", "voice_1"), fact(4, "<voice_2> is called Pia.", "voice_2")])]
+    memory = FakeMemory(clips, names={"voice_1": "Oskar", "voice_2": "Pia"})
+    result = run_loop("In which room did Oskar say he will paint the fence?", ExtractiveReasoner(), memory, SKILLS,
+                      LoopConfig())  # fmt: skip
+    assert result.answer.endswith("(said in the garden shed)"), result.answer

@@ -12,6 +12,7 @@ import pytest
 from fixtures import ChatServer, FakeMemory, _m
 
 from m3_control.loop import LoopConfig, run_loop
+from m3_control.memory_client import Memory
 from m3_control.openai_reasoner import JSON_SYSTEM_PROMPT, OpenAIConfig, OpenAIReasoner, load_prompt
 from m3_control.reply_parser import MalformedReply
 from m3_control.skills import describe_skills, load_skills
@@ -227,3 +228,15 @@ def test_compact_knowledge_shows_a_question_line_with_its_reply():
     assert 'Pia says: "Where do we keep the spare hive frames?"' in knowledge
     assert 'Oskar says: "Stacked in the shed behind the compost heap."' in knowledge  # the reply, past the limit
     assert len(knowledge.splitlines()) == 1 + 2
+
+
+def test_compact_knowledge_says_where_a_memory_happened():
+    from m3_memory.graph.records import Place
+
+    said = '<voice_1> says: "I will paint the fence on Sunday."'
+    shed = Place("map", 5.0, 0.0, 0.0, "garden shed")
+    clips = [(0, [Memory("episodic_1", "episodic", said, 0, entity_ids=("voice_1",), place=shed)])]
+    with ChatServer([answer("In the garden shed.")]) as server:
+        ask(server, "In which room did Oskar talk about the fence?", memory=FakeMemory(clips))
+    knowledge = server.requests[0]["messages"][-1]["content"]
+    assert '[clip 0, in the garden shed] <voice_1> says: "I will paint the fence on Sunday."' in knowledge

@@ -16,19 +16,23 @@ NS = 1_000_000_000
 POSE_QUEUE = 200  # poses waiting for the node: 4 s of a 50 Hz odometry topic
 
 
+# pose_type -> (ROS type name, the geometry_msgs/Pose inside such a message: rclpy's or a recording's)
+POSE_OF: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "pose_stamped": ("geometry_msgs/msg/PoseStamped", lambda msg: msg.pose),
+    "pose_with_covariance_stamped": ("geometry_msgs/msg/PoseWithCovarianceStamped", lambda msg: msg.pose.pose),
+    "odometry": ("nav_msgs/msg/Odometry", lambda msg: msg.pose.pose),
+}
+POSE_TYPES = tuple(POSE_OF)
+
+
 def _types() -> dict[str, tuple[type, Callable[[Any], Any]]]:
     """pose_type -> (message class, the geometry_msgs/Pose inside a message)."""
     from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
     from nav_msgs.msg import Odometry
 
-    return {
-        "pose_stamped": (PoseStamped, lambda msg: msg.pose),
-        "pose_with_covariance_stamped": (PoseWithCovarianceStamped, lambda msg: msg.pose.pose),
-        "odometry": (Odometry, lambda msg: msg.pose.pose),
-    }
-
-
-POSE_TYPES = ("pose_stamped", "pose_with_covariance_stamped", "odometry")
+    classes = {"pose_stamped": PoseStamped, "pose_with_covariance_stamped": PoseWithCovarianceStamped}
+    classes["odometry"] = Odometry
+    return {name: (classes[name], pose_of) for name, (_, pose_of) in POSE_OF.items()}
 
 
 def check_pose_type(pose_type: str) -> None:
