@@ -44,9 +44,16 @@ ROLE_QUESTION_RE = re.compile(
 # The words of a role question that name the kind, not the person: a role statement covers them.
 ROLE_KIND_WORDS = ("job", "profession", "occupation", "career", "work", "living", "role", "do")
 # "<X> is a surgeon", "X is the new apprentice mechanic", "I'm a nurse", "works as a driver", "works at the bank"
+# family and social relations are who someone is to another person, not their job
+RELATION_WORDS = (
+    "sister|brother|mother|father|mum|mom|dad|son|daughter|wife|husband|partner|friend|cousin|aunt|uncle|niece|"
+    "nephew|grandmother|grandfather|grandma|grandpa|grandson|granddaughter|neighbou?r|boyfriend|girlfriend|"
+    "fianc[eé]e?|twin|roommate|flatmate"
+)
 ROLE_STATEMENT_RE = re.compile(
-    r"\b(?:is|am|I'm)\s+(?:a|an|the)\s+(?!(?:bit|lot|little|one|same|only|first|last|best)\b)[a-z]"
-    r"|\bworks?\s+(?:as|at|in|for)\s",
+    r"\b(?:is|am|I'm)\s+(?:a|an|the)\s+(?!(?:bit|lot|little|one|same|only|first|last|best|"
+    + RELATION_WORDS
+    + r")\b)[a-z]|\bworks?\s+(?:as|at|in|for)\s",
     re.IGNORECASE,
 )
 QUOTED_RE = re.compile(r'\bsays:\s*"(.*)"\s*$', re.DOTALL)
@@ -86,6 +93,17 @@ def holds_kind(text: str, kind: str, names: set[str]) -> bool:
             ENTITY_ID_RE.search(text) or capitalised or any(re.search(rf"\b{re.escape(n)}\b", text) for n in names)
         )
     return False
+
+
+def role_of(text: str, people: set[str]) -> bool:
+    """Whether text states the role of one of `people` (lower-case names; empty: of anyone): a role
+    statement whose subject, the words before it, names them ("Emma is a chef", 'Emma says: "I'm a
+    chef"'), not "Linda is a pilot, like Emma"."""
+    match = ROLE_STATEMENT_RE.search(text)
+    if match is None:
+        return False
+    subject = text[: match.start()].lower()
+    return not people or any(re.search(rf"\b{re.escape(p)}\b", subject) for p in people)
 
 
 def _quoted(memory: Memory) -> str | None:

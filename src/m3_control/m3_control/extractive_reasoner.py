@@ -34,6 +34,7 @@ from m3_control.answer_kinds import (
     answer_kind,
     holds_kind,
     reply_to,
+    role_of,
     where_it_happened,
 )
 from m3_control.instruction_plans import PLACE_RE, plan_from
@@ -237,8 +238,8 @@ class ExtractiveReasoner:
         kind_asked = answer_kind(instruction)
         kind = holds_kind(text, kind_asked, set(names.values()))
         kind = kind or bool(region and ROOM_QUESTION_RE.search(instruction))  # "in which room": its region
-        if kind_asked == "role" and kind:  # "<X> is a surgeon" answers "job", "profession", "do"
-            have |= {_stem(w) for w in ROLE_KIND_WORDS}
+        if kind_asked == "role" and role_of(text, {n.lower() for n in person_names(instruction)}):
+            have |= {_stem(w) for w in ROLE_KIND_WORDS}  # "<X> is a surgeon" answers "job", "profession", "do"
         exact = wanted & have
         asked = {n.lower() for n in person_names(instruction)}
         mentioned = {w.lower() for w in re.findall(r"\b[A-Z][a-z]+\b", text)} - {w.lower() for w in NOT_PEOPLE}

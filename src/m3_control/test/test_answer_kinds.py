@@ -189,3 +189,20 @@ def test_a_room_question_is_answered_with_the_region_it_was_said_in():
     result = run_loop("In which room did Oskar say he will paint the fence?", ExtractiveReasoner(), memory, SKILLS,
                       LoopConfig())  # fmt: skip
     assert result.answer.endswith("(said in the garden shed)"), result.answer
+
+
+@pytest.mark.parametrize(
+    ("text", "people", "states"),
+    [
+        ("Pia is a locksmith.", {"pia"}, True),
+        ('Pia says: "I\'m a locksmith, call me any time."', {"pia"}, True),
+        ("Pia is the cousin of Oskar.", {"oskar"}, False),  # a relation, and about Pia
+        ("Pia is the cousin of Oskar.", {"pia"}, False),  # a relation is no job
+        ("Noor is a welder, like Pia.", {"pia"}, False),  # Noor's job
+        ("<voice_3> is a surgeon.", set(), True),  # nobody named in the question: anyone's role
+    ],
+)
+def test_a_role_is_the_subjects_own(text, people, states):
+    from m3_control.answer_kinds import role_of
+
+    assert role_of(text, people) is states
