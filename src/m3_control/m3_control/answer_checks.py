@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from m3_control.memory_client import Memory, shown_text
+from m3_control.memory_client import Memory, shown_place, shown_text
 from m3_control.names import ANSWER_ID_RE, NOT_NAMES, UNNAMED, names_from, with_names
 from m3_memory.graph.name_spellings import CAPITALISED_RE
 
@@ -108,7 +108,10 @@ def unsupported_names(
     person of memory."""
     known = {n for n in [*names.values(), *people.values(), *names_from(evidence).values()] if n}
     asked = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z-]*", question)}
-    evidence_words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z-]*", " ".join(shown_text(m) for m in evidence))}
+    evidence_words = {
+        w.lower()
+        for w in re.findall(r"[A-Za-z][A-Za-z-]*", " ".join(f"{shown_text(m)} {shown_place(m)}" for m in evidence))
+    }
     about_person = asks_about_person(question)
     found: list[str] = []
     for match in CAPITALISED_RE.finditer(answer):
@@ -163,5 +166,7 @@ def unsupported_fact(answer: str, question: str, evidence: list[Memory], names: 
     if not new:
         return ""
     rendered = {**names_from(evidence), **{k: v for k, v in names.items() if v}}
-    have = {_stem(w) for m in evidence for w in _words(with_names(shown_text(m), rendered, ANSWER_ID_RE))}
+    # the words of the memories as the reasoner read them, with where they happened (a room question's answer)
+    shown = (f"{with_names(shown_text(m), rendered, ANSWER_ID_RE)} {shown_place(m)}" for m in evidence)
+    have = {_stem(w) for text in shown for w in _words(text)}
     return "" if new & have else NOT_SUPPORTED

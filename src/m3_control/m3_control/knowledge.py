@@ -7,7 +7,7 @@ the best by their similarity to the query, with the instruction's words as a tie
 extractive reasoner's coverage), bookkeeping dropped ("X is seen", equivalences, "<face_1> is
 called Alice"), ids rendered as the names memory knows (names.py; its current names, which the
 loop learns, before "is called" memories), and the lines in time order
-("[clip 3] ...", "[clip 3, in the kitchen] ..." where memory knows the region it happened in) so that
+("[clip 3] ...", "[clip 3, robot in the kitchen] ..." where memory knows the region it happened in) so that
 the latest state of things comes last. A line that asks a question comes with
 the next speaker's reply (answer_kinds.reply_to), even past the limit. An instruction that asks for an id
 sees the ids. Memory text stays data: the system prompt says so, and plan steps are validated
@@ -21,7 +21,7 @@ from dataclasses import replace
 from m3_control.answer_kinds import reply_to
 from m3_control.extractive_reasoner import content_words, is_bookkeeping, question_words
 from m3_control.loop import EMPTY_HINT, asks_for_id
-from m3_control.memory_client import Clip, Memory, shown_text
+from m3_control.memory_client import Clip, Memory, shown_place, shown_text
 from m3_control.names import names_from, with_names
 from m3_control.reasoner import LoopState
 
@@ -36,9 +36,9 @@ def relevance(memory: Memory, words: set[str], text: str) -> float:
     return memory.score + COVERAGE_WEIGHT * coverage
 
 
-def _region(memory: Memory) -> str:
-    """ ", in the kitchen" when memory knows the region the robot was in (where the memory happened)."""
-    return f", in the {memory.place.region}" if memory.place is not None and memory.place.region else ""
+def _place(memory: Memory) -> str:
+    """ ", robot in the kitchen" when memory knows the region the robot was in when the memory happened."""
+    return f", {place}" if (place := shown_place(memory)) else ""
 
 
 def compact_knowledge(clips: list[Clip], nodes: list[Memory], state: LoopState, limit: int) -> str:
@@ -72,5 +72,5 @@ def compact_knowledge(clips: list[Clip], nodes: list[Memory], state: LoopState, 
     state.shown.update(c[2].node_id for c in best)
     if not best:
         return "Memories found: none new.\n" + EMPTY_HINT
-    lines = [f"[clip {memory.clip_index}{_region(memory)}] {text}" for _, _, memory, text in best]
+    lines = [f"[clip {memory.clip_index}{_place(memory)}] {text}" for _, _, memory, text in best]
     return "Memories found:\n" + "\n".join(lines)

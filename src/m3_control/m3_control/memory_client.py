@@ -109,6 +109,13 @@ def memory_of(item, score: float | None = None) -> Memory:
     )
 
 
+def shown_place(memory: Memory) -> str:
+    """Where the robot was when the memory happened, as reasoners read it ("robot in the kitchen"); "" when
+    memory has no region for it. Said apart from the text: a room named here is where it was said or seen,
+    not where a thing is."""
+    return f"robot in the {memory.place.region}" if memory.place is not None and memory.place.region else ""
+
+
 def shown_text(memory: Memory) -> str:
     """The memory as reasoners read it: a statement a newer memory replaced says so (both sides are then in
     evidence), so every reasoner, and the answer checks, see the same words."""

@@ -153,3 +153,16 @@ def test_the_rules_on_plain_text():
     assert unsupported_fact("Yes, she did.", "Did she play the cello?", evidence, names) == ""
     assert unsupported_fact("I don't know.", "Who is Bob?", [], names) == ""
     assert unsupported_fact("Bob is a chef.", "Who is Bob?", [], names) == NOTHING_YET
+
+
+def test_a_room_the_evidence_was_made_in_supports_an_answer():
+    from m3_control.answer_checks import unsupported_fact
+    from m3_control.memory_client import Memory
+    from m3_memory.graph.records import Place
+
+    said = '<voice_1> says: "I will bake a chocolate cake."'
+    placed = Memory("episodic_1", "episodic", said, 0, place=Place("map", 1.0, 4.0, 0.0, "pantry"))
+    unplaced = Memory("episodic_1", "episodic", said, 0)
+    question = "In which room did Noor talk about the cake?"
+    assert unsupported_fact("In the pantry.", question, [placed], {"voice_1": "Noor"}) == ""
+    assert unsupported_fact("In the pantry.", question, [unplaced], {"voice_1": "Noor"}) != ""  # no room known

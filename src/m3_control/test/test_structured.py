@@ -239,4 +239,4 @@ def test_compact_knowledge_says_where_a_memory_happened():
     with ChatServer([answer("In the garden shed.")]) as server:
         ask(server, "In which room did Oskar talk about the fence?", memory=FakeMemory(clips))
     knowledge = server.requests[0]["messages"][-1]["content"]
-    assert '[clip 0, in the garden shed] <voice_1> says: "I will paint the fence on Sunday."' in knowledge
+    assert '[clip 0, robot in the garden shed] <voice_1> says: "I will paint the fence on Sunday."' in knowledge
