@@ -93,12 +93,12 @@ def record_and_replay(out: Path, episode: dict, params_file: str, overrides: dic
 
 def ask_questions(out: Path, questions_file: str, params_file: str, overrides: dict) -> tuple[list[dict], str]:
     """Every question of the episode asked anew through the Instruct action; (records, judge method)."""
-    from m3_agent.demo.places import place_setup, with_parameters
+    from m3_agent.demo.places import place_parameters, with_parameters
     from m3_agent.evaluation import annotations
     from m3_agent.evaluation.runner import evaluate
     from m3_control.judge import make_judge
 
-    overrides = with_parameters(overrides, place_setup(out)[1])  # the control node plans to the episode's places
+    overrides = with_parameters(overrides, place_parameters(out))  # the control node plans to the episode's places
     answers = out / "answers.jsonl"
     answers.unlink(missing_ok=True)  # the runner skips questions already answered there
     judge, method = make_judge("", "", 0.0, "")

@@ -95,18 +95,23 @@ def write_place_files(script: dict, truth: EpisodeTruth, out_dir: Path) -> dict[
     return {"regions": str(regions_path), "poses": str(out_dir / POSES_FILE)}
 
 
-def place_setup(episode_dir: str | Path) -> tuple[tuple[TrackPose, ...], dict[str, dict[str, object]]]:
-    """(pose track for the bag, node parameters) of a rendered episode: memory follows the track on
-    POSE_TOPIC with the episode's regions, and control plans to them. Empty without place files."""
+def place_parameters(episode_dir: str | Path) -> dict[str, dict[str, object]]:
+    """Node parameters for a rendered episode: memory follows POSE_TOPIC with the episode's regions, and
+    control plans to them; {} without place files."""
     episode_dir = Path(episode_dir)
-    regions, poses = episode_dir / REGIONS_FILE, episode_dir / POSES_FILE
-    if not (regions.exists() and poses.exists()):
-        return (), {}
-    parameters = {
+    regions = episode_dir / REGIONS_FILE
+    if not (regions.exists() and (episode_dir / POSES_FILE).exists()):
+        return {}
+    return {
         "memory_node": {"pose_topic": POSE_TOPIC, "regions_file": str(regions.resolve())},
         "control_node": {"regions_file": str(regions.resolve())},
     }
-    return tuple(load_poses(poses)), parameters
+
+
+def place_setup(episode_dir: str | Path) -> tuple[tuple[TrackPose, ...], dict[str, dict[str, object]]]:
+    """(pose track for the bag, place_parameters) of a rendered episode; ((), {}) without place files."""
+    parameters = place_parameters(episode_dir)
+    return (tuple(load_poses(Path(episode_dir) / POSES_FILE)) if parameters else ()), parameters
 
 
 def with_parameters(overrides: dict, extra: dict) -> dict:

@@ -100,6 +100,11 @@ def claim_memories(clause: str, question: str, evidence: list[Memory], names: se
     return [m for score, m in scored if score == best] if best else list(evidence)
 
 
+def _as_read(memory: Memory) -> str:
+    """A memory's words as the reasoner read them, with where it happened (a room question's answer)."""
+    return f"{shown_text(memory)} {shown_place(memory)}"
+
+
 def unsupported_names(
     answer: str, question: str, evidence: list[Memory], names: dict[str, str], people: dict[str, str]
 ) -> list[str]:
@@ -108,10 +113,8 @@ def unsupported_names(
     person of memory."""
     known = {n for n in [*names.values(), *people.values(), *names_from(evidence).values()] if n}
     asked = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z-]*", question)}
-    evidence_words = {
-        w.lower()
-        for w in re.findall(r"[A-Za-z][A-Za-z-]*", " ".join(f"{shown_text(m)} {shown_place(m)}" for m in evidence))
-    }
+    said = " ".join(_as_read(m) for m in evidence)
+    evidence_words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z-]*", said)}
     about_person = asks_about_person(question)
     found: list[str] = []
     for match in CAPITALISED_RE.finditer(answer):
@@ -166,7 +169,5 @@ def unsupported_fact(answer: str, question: str, evidence: list[Memory], names: 
     if not new:
         return ""
     rendered = {**names_from(evidence), **{k: v for k, v in names.items() if v}}
-    # the words of the memories as the reasoner read them, with where they happened (a room question's answer)
-    shown = (f"{with_names(shown_text(m), rendered, ANSWER_ID_RE)} {shown_place(m)}" for m in evidence)
-    have = {_stem(w) for text in shown for w in _words(text)}
+    have = {_stem(w) for m in evidence for w in _words(with_names(_as_read(m), rendered, ANSWER_ID_RE))}
     return "" if new & have else NOT_SUPPORTED

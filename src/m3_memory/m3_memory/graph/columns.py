@@ -38,11 +38,8 @@ class TextColumns:
             if self._count == len(self._buffers["seq"]):
                 self._buffers = {name: np.resize(buf, 2 * len(buf)) for name, buf in self._buffers.items()}
             row = self._count
-            for name, value in zip(
-                ("seq", "start_ns", "end_ns", "x", "y", "frame"),
-                (node.seq, node.start_ns, node.end_ns, x, y, code),
-                strict=True,
-            ):
+            values = (node.seq, node.start_ns, node.end_ns, x, y, code)
+            for (name, _), value in zip(_FIELDS, values, strict=True):
                 self._buffers[name][row] = value
             self._count = row + 1
 
@@ -53,29 +50,13 @@ class TextColumns:
         with self._lock:
             return self._buffers[name][: self._count]
 
-    @property
-    def seq(self) -> np.ndarray:
-        return self._view("seq")
-
-    @property
-    def start_ns(self) -> np.ndarray:
-        return self._view("start_ns")
-
-    @property
-    def end_ns(self) -> np.ndarray:
-        return self._view("end_ns")
-
-    @property
-    def x(self) -> np.ndarray:
-        return self._view("x")
-
-    @property
-    def y(self) -> np.ndarray:
-        return self._view("y")
-
-    @property
-    def frame(self) -> np.ndarray:
-        return self._view("frame")
+    # each column as a view of the rows added so far
+    seq = property(lambda self: self._view("seq"))
+    start_ns = property(lambda self: self._view("start_ns"))
+    end_ns = property(lambda self: self._view("end_ns"))
+    x = property(lambda self: self._view("x"))
+    y = property(lambda self: self._view("y"))
+    frame = property(lambda self: self._view("frame"))
 
     def window(
         self,
