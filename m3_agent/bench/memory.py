@@ -24,6 +24,9 @@ Prints progress to stderr and, as the LAST stdout line, one JSON object:
 - search_time_p50_ms / _p99_ms, search_place_p50_ms / _p99_ms, recall_at_10_time / _place: search_node with a
   time window (1 % of the memory's time span) or a place filter (3 m around a point of the robot's path; every
   bench clip is one leg of a walk through a 50 m square), against the exact filtered top-10 (memory_search.py);
+  with --backend milvus also milvus_search_time_p50_ms / _p99_ms, milvus_search_place_p50_ms / _p99_ms and
+  milvus_recall_at_10_time / _place: the same windows searched in Milvus with its scalar filters (end_ns, the
+  place columns' box, then the exact circle on the hits), as a fleet search reads other robots' memories;
 - recall_at_10: the text index's top-10 against exact cosine top-10 over the same stored vectors;
   recall_at_10_eps: ann-benchmarks' recall (a result counts when its cosine is within 0.001 of the
   exact 10th best), which does not count misses among near-ties;
@@ -265,6 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hnsw-ef", type=int, help=f"text index search ef (default {ann_index.HNSW_EF})")
     parser.add_argument("--backend", choices=("sqlite", "milvus"), default="sqlite", help="storage (default sqlite)")
     parser.add_argument("--milvus-uri", default="", help="--backend milvus: a server (default: a milvus-lite here)")
+    parser.add_argument(
+        "--milvus-search-params", default='{"ef": 128}', help="--backend milvus: the node's milvus_search_params (JSON)"
+    )
     parser.add_argument("--service-client", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.service_client:
@@ -285,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = tempfile.TemporaryDirectory(prefix="m3_bench_memory_")
         memory_dir = tmp.name
     people = 40
-    where = BenchBackend(args.backend, memory_dir, args.milvus_uri)
+    where = BenchBackend(args.backend, memory_dir, args.milvus_uri, args.milvus_search_params)
     memory = where.open()
     embedder = memory.embedder
     before = len(memory.graph.text)
@@ -320,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
         warm_ms.append((time.perf_counter() - begin) * 1000.0)
     recall, recall_eps = recall_at_10(memory, embedder.embed(queries[: min(100, len(queries))]))
     windows = window_figures(memory, queries[: min(100, len(queries))])
+    if args.backend == "milvus":  # the same windows filtered in Milvus, as a fleet search reads other robots'
+        windows.update(window_figures(memory, queries[: min(100, len(queries))], in_milvus=True))
     where.settle(memory)
     nodes = len(memory.graph.text)
     memory.close()  # saves the text index

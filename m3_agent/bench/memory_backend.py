@@ -24,8 +24,9 @@ def _size(path: str) -> int:
 class BenchBackend:
     """Where the benchmark's memory lives; close() stops a server it started."""
 
-    def __init__(self, backend: str, memory_dir: str, milvus_uri: str = "") -> None:
+    def __init__(self, backend: str, memory_dir: str, milvus_uri: str = "", search_params: str = '{"ef": 128}') -> None:
         self.backend, self.memory_dir, self.server = backend, memory_dir, None
+        self.search_params = search_params
         self.prefix = f"bench_{uuid.uuid4().hex[:8]}"
         self.uri = milvus_uri
         if backend == "milvus" and not milvus_uri:
@@ -37,7 +38,13 @@ class BenchBackend:
 
         spool = os.path.join(self.memory_dir, "spool")
         # 20,000-memory bulk transactions: a long deadline (the node's clips are small; 5 s there)
-        config = MilvusConfig(uri=self.uri, collection_prefix=self.prefix, spool_dir=spool, timeout_s=300)
+        config = MilvusConfig(
+            uri=self.uri,
+            collection_prefix=self.prefix,
+            spool_dir=spool,
+            timeout_s=300,
+            search_params=self.search_params,
+        )
         return MilvusBackend(config, dim)
 
     def open(self, embedder=None) -> Memory:
@@ -69,7 +76,8 @@ class BenchBackend:
         if self.backend == "sqlite":
             return {"memory_dir": self.memory_dir}
         return {"memory_backend": "milvus", "milvus_uri": self.uri, "milvus_collection_prefix": self.prefix,
-                "milvus_spool_dir": os.path.join(self.memory_dir, "spool")}  # fmt: skip
+                "milvus_spool_dir": os.path.join(self.memory_dir, "spool"),
+                "milvus_search_params": self.search_params}  # fmt: skip
 
     def close(self) -> None:
         if self.server is not None:

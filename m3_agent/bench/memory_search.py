@@ -71,15 +71,48 @@ def _exact_top10(memory: Memory, vectors: np.ndarray, where, before_ns: int = 0)
     return {nodes[i].node_id for i in np.argsort(-scores, kind="stable")[:10]}
 
 
-def window_figures(memory: Memory, queries: list[str], seed: int = 1) -> dict:
+def _searched_in_milvus(memory: Memory):
+    """A search of this robot's episodic memories in Milvus with its scalar filters, as a fleet search reads
+    other robots' memories (search/fleet.py: the filter, then the exact shape on the hits)."""
+    from m3_memory.milvus.fleet import FleetReader
+    from m3_memory.milvus.writer import place_of_row
+    from m3_memory.search.fleet import PLACE_OVERFETCH, milvus_filter
+
+    backend = memory.graph.backend
+    reader = FleetReader(backend)
+    own = f'robot_id == "{backend.robot_id}"'
+
+    def search(query: str, vectors: np.ndarray, where, before_ns: int) -> set[str]:
+        expr = milvus_filter(own, ["episodic"], where, stamp_ns=before_ns)
+        best: dict[str, float] = {}
+        for rows in reader.nearest(vectors, 10 * (PLACE_OVERFETCH if where.has_place else 1), expr, narrow=True):
+            for row in rows:
+                if where.keeps_place(place_of_row(row)):
+                    best[row["node_id"]] = max(best.get(row["node_id"], -2.0), row["score"])
+        return set(sorted(best, key=lambda n: -best[n])[:10])
+
+    return search
+
+
+def window_figures(memory: Memory, queries: list[str], seed: int = 1, in_milvus: bool = False) -> dict:
     """search_time_p99_ms / search_place_p99_ms (warm query embeddings) and their recall@10 against exact
-    filtered search; None when the memory has no places or no time span."""
+    filtered search; None when the memory has no places or no time span. in_milvus: the same windows searched
+    in Milvus (milvus_search_*: the filtered vector search of a fleet search) instead of search_node."""
     graph, search = memory.graph, memory.search
+    prefix = "milvus_search" if in_milvus else "search"
     rng = np.random.default_rng(seed)
     cols = graph.columns
     placed = np.flatnonzero(~np.isnan(cols.x))
     if len(cols.seq) == 0 or len(placed) == 0:
-        return {"search_time_p99_ms": None, "search_place_p99_ms": None}
+        return {f"{prefix}_time_p99_ms": None, f"{prefix}_place_p99_ms": None}
+    if in_milvus:
+        searched = _searched_in_milvus(memory)
+    else:
+
+        def searched(query: str, vectors: np.ndarray, where, before_ns: int) -> set[str]:
+            hits = search.search_node(query, kinds=["episodic"], top_k=10, before_stamp_ns=before_ns, where=where)
+            return {h.node_id for h in hits}
+
     first, last = int(cols.start_ns.min()), int(cols.end_ns.max())
     span = max(1, int((last - first) * TIME_SHARE))
     out: dict = {}
@@ -96,13 +129,13 @@ def window_figures(memory: Memory, queries: list[str], seed: int = 1) -> dict:
                 before = 0
             vectors = memory.embedder.embed(search.query_variants(query))  # warm: embedding is not what is timed
             begin = time.perf_counter()
-            hits = search.search_node(query, kinds=["episodic"], top_k=10, before_stamp_ns=before, where=where)
+            ids = searched(query, vectors, where, before)
             times.append((time.perf_counter() - begin) * 1000.0)
             exact = _exact_top10(memory, vectors, where, before)
-            found += len(exact & {h.node_id for h in hits})
+            found += len(exact & ids)
             total += len(exact)
         times.sort()
-        out[f"search_{kind}_p50_ms"] = round(times[len(times) // 2], 3)
-        out[f"search_{kind}_p99_ms"] = round(times[min(len(times) - 1, int(0.99 * len(times)))], 3)
-        out[f"recall_at_10_{kind}"] = round(found / total, 4) if total else None
+        out[f"{prefix}_{kind}_p50_ms"] = round(times[len(times) // 2], 3)
+        out[f"{prefix}_{kind}_p99_ms"] = round(times[min(len(times) - 1, int(0.99 * len(times)))], 3)
+        out[f"{prefix.replace('search', 'recall_at_10')}_{kind}"] = round(found / total, 4) if total else None
     return out

@@ -75,7 +75,9 @@ class MemoryNode(MemoryServicesMixin, ManagedNode):
         self.encoders = QueryEncoders(max_image_pixels=p["max_image_pixels"], max_audio_s=p["max_query_audio_s"])
         memorizer = make_memorizer(p)  # a bad memorizer setting fails configure
         regions = load_regions(p)  # so does a bad regions file or pose_type
-        self.poses = PoseInput(self, p["pose_topic"], p["pose_type"], p["pose_frame_id"]) if p["pose_topic"] else None
+        self.poses = None
+        if p["pose_topic"]:
+            self.poses = PoseInput(self, p["pose_topic"], p["pose_type"], p["pose_frame_id"], p["pose_wait_s"])
         try:
             self.memory = open_memory(p, self.embedder, memorizer, regions)
         except (StoreError, ValueError, ModelMissingError) as error:
@@ -222,11 +224,12 @@ class MemoryNode(MemoryServicesMixin, ManagedNode):
                     f"dropped evidence ({self.bad_stamps} so far): {error}", throttle_duration_sec=5.0
                 )
 
-    def _store(self, clips) -> None:
-        """Hand closed clips to the memorizer worker (blocks only while its backlog is full)."""
+    def _store(self, clips, everything: bool = False) -> None:
+        """Hand closed clips to the memorizer worker (blocks only while its backlog is full); with a pose
+        topic, each once its poses have come (PoseInput.with_paths; `everything`: the stream ended)."""
+        if self.poses is not None:
+            clips = self.poses.with_paths(clips, time.monotonic_ns(), everything)
         for clip in clips:
-            if self.poses is not None:
-                clip.path = self.poses.path(clip.start_ns, clip.end_ns)
             if self.ingester is None:
                 self.get_logger().error(f"clip {clip.clip_index} not stored: {self.store_error}")
                 continue
@@ -267,7 +270,7 @@ class MemoryNode(MemoryServicesMixin, ManagedNode):
         """Store the open clip and wait for the backlog (up to memorize_drain_s): a caller that knows
         the stream ended, or shutdown."""
         with self._ingest_lock:
-            self._store(self.windows.flush())
+            self._store(self.windows.flush(), everything=True)
         if self.ingester is not None:
             self.ingester.wait_idle(self.drain_s)
 
@@ -276,7 +279,7 @@ class MemoryNode(MemoryServicesMixin, ManagedNode):
         try:
             with self._ingest_lock:
                 if self.windows is not None:
-                    self._store(self.windows.flush())
+                    self._store(self.windows.flush(), everything=True)
             if self.ingester is not None:
                 self.ingester.close(self.drain_s)
         finally:

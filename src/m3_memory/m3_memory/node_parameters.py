@@ -132,6 +132,10 @@ PARAMETERS = {
         "pose_with_covariance_stamped",
         _text("message type of pose_topic: pose_stamped, pose_with_covariance_stamped or odometry"),
     ),
+    "pose_wait_s": (
+        1.0,
+        _float("a closed clip waits this long for a pose at or past its end, then is stored without it [s]", 0.0, 60.0),
+    ),
     "pose_frame_id": ("map", _text("frame poses must be in (others are dropped, with a warning); regions use it")),
     "regions_file": ("", _text("YAML file of named regions in pose_frame_id (m3_memory.place.regions); empty = none")),
     "max_stamp_jump_s": (

@@ -10,7 +10,7 @@ from typing import Any
 
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from m3_memory.place.poses import PoseSample, PoseTrack, yaw_from_quaternion
+from m3_memory.place.poses import ClipsAwaitingPoses, PoseSample, PoseTrack, yaw_from_quaternion
 
 NS = 1_000_000_000
 POSE_QUEUE = 200  # poses waiting for the node: 4 s of a 50 Hz odometry topic
@@ -57,10 +57,11 @@ def pose_sample(msg: Any, pose_of: Callable[[Any], Any]) -> PoseSample:
 class PoseInput:
     """Subscribes the node's pose topic and keeps the track; counts and warns about what it drops."""
 
-    def __init__(self, node, topic: str, pose_type: str, frame_id: str) -> None:
+    def __init__(self, node, topic: str, pose_type: str, frame_id: str, wait_s: float) -> None:
         check_pose_type(pose_type)
         self.node, self.topic, self.pose_type = node, topic, pose_type
         self.track = PoseTrack(frame_id)
+        self.awaiting = ClipsAwaitingPoses(int(wait_s * 1e9))
         self.received = self.dropped = 0
 
     def subscribe(self, callback_group=None):
@@ -94,6 +95,12 @@ class PoseInput:
             throttle_duration_sec=5.0,
         )
 
-    def path(self, start_ns: int, end_ns: int) -> list[PoseSample]:
-        """The robot's path through a clip window."""
-        return self.track.between(start_ns, end_ns)
+    def with_paths(self, closed: list, now_ns: int, everything: bool = False) -> list:
+        """Hold the newly closed clips; return those whose poses have come (or whose wait is over, or all
+        when `everything`), each with the robot's path through its window."""
+        self.awaiting.hold(closed, now_ns)
+        latest = self.track.latest
+        ready = self.awaiting.release(latest.stamp_ns if latest else None, now_ns, everything)
+        for clip in ready:
+            clip.path = self.track.between(clip.start_ns, clip.end_ns)
+        return ready

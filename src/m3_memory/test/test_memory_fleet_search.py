@@ -13,6 +13,8 @@ from m3_memory.errors import MemoryApiError
 from m3_memory.graph.memory_graph import GraphConfig
 from m3_memory.memory import Memory
 from m3_memory.milvus.backend import MilvusBackend, MilvusConfig
+from m3_memory.place.poses import PoseSample
+from m3_memory.place.regions import Regions
 from m3_memory.search.api import SearchConfig
 
 
@@ -99,3 +101,71 @@ def test_without_a_fleet_another_robot_id_is_invalid_argument(tmp_path, embedder
     finally:
         sqlite.close()
         alone.close()
+
+
+REGIONS = """
+frame_id: map
+regions:
+  kitchen: {polygon: [[0, 0], [4, 0], [4, 3], [0, 3]]}
+  hall: {circle: {center: [10, 0], radius: 2}}
+"""
+
+
+def stand(t0: float, t1: float, x: float, y: float) -> list[PoseSample]:
+    return [PoseSample(int((t0 + (t1 - t0) * i / 10) * S), x, y, 0.0, "map") for i in range(11)]
+
+
+def test_a_place_filter_finds_other_robots_memories_by_their_place_columns(tmp_path, embedder, milvus_server):
+    """The fleet shares one map and regions file; Milvus filters the other robot's rows by the place's box,
+    the exact shape is checked on the hits, and the hits carry their place."""
+    (tmp_path / "regions.yaml").write_text(REGIONS)
+    prefix = fresh_prefix()
+    a, b = (robot(milvus_server, prefix, name, slot, embedder, tmp_path) for name, slot in (("a", 1), ("b", 2)))
+    try:
+        for memory in (a, b):
+            memory.graph.regions = Regions.load(str(tmp_path / "regions.yaml"))
+        kitchen = clip(0, voices=[voice("voice_1", 10, 14, "I put the keys in the kitchen drawer")])
+        kitchen.path = stand(0, 30, 1.0, 1.5)
+        corner = clip(1, voices=[voice("voice_1", 40, 44, "the spare keys hang on a hook")])
+        corner.path = stand(30, 60, 11.8, 1.8)  # in the hall circle's box, outside the circle: no region
+        hall = clip(2, voices=[voice("voice_2", 70, 74, "the keys to the car are by the door")])
+        hall.path = stand(60, 90, 10.5, 0.0)
+        nowhere = clip(3, voices=[voice("voice_2", 100, 104, "someone lost the keys again")])
+        for evidence in (kitchen, corner, hall, nowhere):
+            b.ingest(evidence)
+        mine = clip(0, voices=[voice("voice_3", 10, 14, "my keys are on the kitchen table")])
+        mine.path = stand(0, 30, 2.0, 2.0)
+        a.ingest(mine)
+
+        def found(where, robot_id):
+            hits = a.search.search_node("where are the keys", kinds=["episodic"], top_k=10, where=where,
+                                        robot_id=robot_id)  # fmt: skip
+            return {(h.robot_id, h.text.split(": ", 1)[-1].strip('"')): h for h in hits}
+
+        in_kitchen = found(a.search.where(region="kitchen"), "b")
+        assert [text for _, text in in_kitchen] == ["I put the keys in the kitchen drawer"]
+        hit = next(iter(in_kitchen.values()))
+        assert hit.place.region == "kitchen" and hit.place.frame_id == "map"
+        assert (hit.place.x, hit.place.y) == (1.0, 1.5)
+        near_door = found(a.search.where(x=10.0, y=0.0, radius_m=1.0), "b")
+        assert [text for _, text in near_door] == ["the keys to the car are by the door"]
+        in_hall = found(a.search.where(region="hall"), "b")  # the corner passes Milvus' box, not the circle
+        assert [text for _, text in in_hall] == ["the keys to the car are by the door"]
+        corner_box = found(a.search.where(x=11.8, y=1.8, radius_m=0.1), "b")
+        assert [text for _, text in corner_box] == ["the spare keys hang on a hook"]
+        assert corner_box[("b", "the spare keys hang on a hook")].place.region == ""
+        fleet_kitchen = found(a.search.where(region="kitchen"), "")
+        assert {robot for robot, _ in fleet_kitchen} == {"a", "b"} and len(fleet_kitchen) == 2
+        later = found(a.search.where(after_ns=60 * S, x=10.0, y=0.0, radius_m=5.0), "b")
+        assert [text for _, text in later] == ["the keys to the car are by the door"]
+        clips = a.search.search_clip("keys", top_k=5, threshold=-1.0, robot_id="b", where=a.search.where(region="hall"))
+        assert [(r.robot_id, r.clip_index) for r in clips] == [("b", 2)]
+        assert clips[0].episodic[0].place.region == "hall"
+
+        a.search.fleet.reader.backend.place_columns = False  # as a collection made before place columns
+        with pytest.raises(MemoryApiError) as refused:
+            found(a.search.where(region="kitchen"), "b")
+        assert refused.value.code == errors.INVALID_ARGUMENT and "set robot_id to 'a'" in refused.value.message
+    finally:
+        a.close()
+        b.close()

@@ -39,7 +39,8 @@ def system(tmp_path_factory):
     node_proc = subprocess.Popen(
         [sys.executable, "-m", "m3_memory.memory_node", "--ros-args", "-p", f"memory_dir:={work / 'memory'}",
          "-p", "clip_seconds:=10.0", "-p", "clip_close_delay:=1.0", "-p", "pose_topic:=/amcl_pose",
-         "-p", "pose_type:=pose_with_covariance_stamped", "-p", f"regions_file:={work / 'regions.yaml'}"],
+         "-p", "pose_type:=pose_with_covariance_stamped", "-p", "pose_wait_s:=20.0",
+         "-p", f"regions_file:={work / 'regions.yaml'}"],
     )  # fmt: skip
     rclpy.init()
     client = Node("memory_places_dds_test")
@@ -87,12 +88,12 @@ def test_memories_get_the_place_of_the_pose_topic_and_searches_filter_by_it(syst
         time.sleep(0.01)  # a pose topic streams; it does not arrive in one burst
     time.sleep(0.5)  # poses and utterances are different topics: DDS does not order them
     publish_voice(system, 102.0, 104.0, "voice_1", "the scissors are in the top drawer")
+    publish_voice(system, 113.0, 115.0, "voice_2", "the tomatoes need water every evening")
+    publish_voice(system, 125.0, 126.0, "voice_2", "good night")  # later evidence closes clip 1 ...
+    time.sleep(1.0)  # ... before its poses came (a busy node; DDS orders nothing across topics): it waits for them
     for i in range(21):  # clip 1 (110..120 s): standing in the garden, facing north
         publish_pose(system, 110.0 + i * 0.5, 20.0, 11.0, math.pi / 2)
         time.sleep(0.01)
-    time.sleep(0.5)
-    publish_voice(system, 113.0, 115.0, "voice_2", "the tomatoes need water every evening")
-    publish_voice(system, 125.0, 126.0, "voice_2", "good night")  # later evidence closes clip 1
     spin_until(node, lambda: {c.clip_index for c in system["clips"]} >= {0, 1}, 60)
 
     by_text = {m.text: m for clip in system["clips"] for m in clip.episodic}

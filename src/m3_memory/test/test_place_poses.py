@@ -8,7 +8,15 @@ import threading
 
 import pytest
 
-from m3_memory.place.poses import NS_PER_S, PoseSample, PoseTrack, downsample, pose_on, yaw_from_quaternion
+from m3_memory.place.poses import (
+    NS_PER_S,
+    ClipsAwaitingPoses,
+    PoseSample,
+    PoseTrack,
+    downsample,
+    pose_on,
+    yaw_from_quaternion,
+)
 
 S = NS_PER_S
 
@@ -252,3 +260,33 @@ def test_downsample_keeps_ends_and_even_spacing() -> None:
 def test_downsample_rejects_fewer_than_two() -> None:
     with pytest.raises(ValueError):
         downsample([pose(0), pose(1)], 1)
+
+
+class _Clip:
+    def __init__(self, end_s: float) -> None:
+        self.end_ns = int(end_s * NS_PER_S)
+
+
+def test_a_closed_clip_waits_for_a_pose_at_its_end_then_goes() -> None:
+    waiting = ClipsAwaitingPoses(wait_ns=5 * NS_PER_S)
+    first, second = _Clip(10), _Clip(20)
+    waiting.hold([first, second], now_ns=0)
+    assert waiting.release(latest_stamp_ns=None, now_ns=1) == []  # no pose yet
+    assert waiting.release(latest_stamp_ns=9 * NS_PER_S, now_ns=2) == []  # the track has not reached 10 s
+    assert waiting.release(latest_stamp_ns=12 * NS_PER_S, now_ns=3) == [first]  # 20 s not reached: held
+    assert len(waiting) == 1
+    assert waiting.release(latest_stamp_ns=20 * NS_PER_S, now_ns=4) == [second]
+
+
+def test_a_clip_goes_without_poses_when_its_wait_is_over_and_never_overtakes() -> None:
+    waiting = ClipsAwaitingPoses(wait_ns=5 * NS_PER_S)
+    early, late = _Clip(10), _Clip(20)
+    waiting.hold([early], now_ns=0)
+    waiting.hold([late], now_ns=3 * NS_PER_S)
+    assert waiting.release(latest_stamp_ns=None, now_ns=5 * NS_PER_S - 1) == []
+    assert waiting.release(latest_stamp_ns=None, now_ns=5 * NS_PER_S) == [early]  # a robot standing still
+    assert waiting.release(latest_stamp_ns=None, now_ns=8 * NS_PER_S) == [late]
+    waiting.hold([_Clip(30), _Clip(40)], now_ns=0)
+    assert len(waiting.release(latest_stamp_ns=None, now_ns=0, everything=True)) == 2  # the stream ended
+    with pytest.raises(ValueError):
+        ClipsAwaitingPoses(wait_ns=-1)

@@ -37,6 +37,7 @@ from m3_memory.milvus.writer import (
     FLEET_SLOTS,
     MAX_TEXT_BYTES,
     PEOPLE_KINDS,
+    PLACE_FIELDS,
     PLACEHOLDER,
     TEXT_FIELDS,
     MilvusConfig,
@@ -64,6 +65,7 @@ class MilvusBackend:
         self.text_name = f"{config.collection_prefix}_text"
         self.records_name = f"{config.collection_prefix}_records"
         self.server = None
+        self.place_columns = False  # the text collection has PLACE_FIELDS (_ensure_collections says)
         self.spool: ClipSpool | None = None  # set below; close() may run before
         uri = config.uri
         if not uri.startswith(("http://", "https://", "tcp://", "grpc://")):
@@ -187,6 +189,10 @@ class MilvusBackend:
             schema.add_field("kind", DataType.VARCHAR, max_length=16)
             schema.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES)
             schema.add_field("entity_ids", DataType.JSON)
+            for name in ("place_frame", "place_region"):
+                schema.add_field(name, DataType.VARCHAR, max_length=128)
+            for name in ("place_x", "place_y", "place_yaw"):
+                schema.add_field(name, DataType.DOUBLE)
             schema.add_field("vector", DataType.FLOAT_VECTOR, dim=self.text_dim)
             index = self.client.prepare_index_params()
             index.add_index(
@@ -205,6 +211,7 @@ class MilvusBackend:
             index.add_index(field_name="vector", index_type="FLAT", metric_type="L2")
             self._create(self.records_name, schema, index)
         fields = self.client.describe_collection(self.text_name)["fields"]
+        self.place_columns = set(PLACE_FIELDS) <= {f["name"] for f in fields}  # False: made before places
         dim = next((int(f["params"]["dim"]) for f in fields if f["name"] == "vector"), None)
         if self.text_dim == 0:  # text_dim 0: adopt the stored dimension (reading a memory whatever its model)
             self.text_dim = dim or 0

@@ -15,7 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
-from m3_memory.graph.records import EntityRecord, Sighting, TextNode
+from m3_memory.graph.records import EntityRecord, Place, Sighting, TextNode
 from m3_memory.place.poses import PoseSample
 
 PEOPLE_KINDS = ("entity", "samples", "crop", "alias", "evidence")
@@ -26,6 +26,24 @@ PLACEHOLDER = [1.0, 0.0]  # the records collection's vector (Milvus requires one
 MAX_TEXT_BYTES = 65535  # the text field's max_length
 MAX_JSON_BYTES = 60000  # Milvus' JSON field limit is 64 KiB; larger crops are not stored
 TEXT_FIELDS = ["node_id", "seq", "kind", "text", "clip_index", "start_ns", "end_ns", "entity_ids"]
+# A memory's place as scalar columns of the text collection, so a fleet search filters by place in Milvus
+# (place_frame "" = no place). Collections made before them lack them: their places stay in "place" records only.
+PLACE_FIELDS = ["place_frame", "place_x", "place_y", "place_yaw", "place_region"]
+
+
+def place_columns(place: Place | None) -> dict:
+    """A memory's place as PLACE_FIELDS values (metres and radians in place_frame)."""
+    if place is None:
+        return {"place_frame": "", "place_x": 0.0, "place_y": 0.0, "place_yaw": 0.0, "place_region": ""}
+    return {"place_frame": place.frame_id, "place_x": place.x, "place_y": place.y, "place_yaw": place.yaw,
+            "place_region": place.region}  # fmt: skip
+
+
+def place_of_row(row: dict) -> Place | None:
+    """The place of a text row read with PLACE_FIELDS (None: no place, or a collection without the columns)."""
+    if not row.get("place_frame"):
+        return None
+    return Place(row["place_frame"], row["place_x"], row["place_y"], row["place_yaw"], row["place_region"])
 
 
 @dataclass
@@ -59,6 +77,7 @@ class RowKeys(Protocol):
     the counters and metadata a transaction carries (a protocol, so the writer never imports the back-end)."""
 
     robot_id: str
+    place_columns: bool  # the text collection has PLACE_FIELDS
     _counters: dict[str, int]
     _meta_pending: dict[str, str]
 
@@ -148,6 +167,8 @@ class MilvusWriter:
                 raise ValueError(f"memory {node.node_id} is {size} bytes; Milvus holds at most {MAX_TEXT_BYTES}")
             row = {name: getattr(node, name) for name in TEXT_FIELDS}
             row.update(node_key=self.backend.key("text", node.node_id), robot_id=self.backend.robot_id)
+            if self.backend.place_columns:
+                row.update(place_columns(node.place))
             row["vector"] = np.asarray(vector, dtype=np.float32).tolist()
             self.text_rows.append(row)
             self.new_nodes.setdefault(node.clip_index, []).append(node.node_id)

@@ -3,8 +3,8 @@
 PoseTrack keeps a downsampled track (a sample every `min_step_m` moved, `min_turn_rad` turned or
 `max_gap_ns` passed) of the last `keep_ns`, plus the latest pose received, and answers "where at time t"
 (`at`, interpolated) and "which path during a window" (`between`). `pose_on` answers "where at t" on a
-stored path, and `downsample` bounds a path's points for storage. Plain Python; the node feeds it from
-its odometry / localisation callback.
+stored path, and `downsample` bounds a path's points for storage. `ClipsAwaitingPoses` holds a closed clip
+until the track reaches its end. Plain Python; the node feeds it from its odometry / localisation callback.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from __future__ import annotations
 import bisect
 import math
 import threading
+from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 NS_PER_S = 1_000_000_000
 MAX_PATH_SAMPLES = 32  # a clip's stored path: enough for a map of the robot's way, bounded per clip
@@ -188,3 +190,38 @@ def downsample(samples: list[PoseSample], max_samples: int) -> list[PoseSample]:
     if n <= max_samples:
         return list(samples)
     return [samples[round(i * (n - 1) / (max_samples - 1))] for i in range(max_samples)]
+
+
+class ClipsAwaitingPoses:
+    """Closed clips held until the pose track has reached their end, in order, each for at most wait_ns.
+
+    Evidence and poses are different topics, and DDS orders nothing across topics: a busy node can take the
+    utterance that closes a clip before the poses of that clip. As tf2's MessageFilter waits for a transform,
+    a clip waits for a pose at or past its end (wall time, up to wait_ns), then goes with what the track has
+    (a robot standing still may publish no poses at all). Clips leave in the order they closed.
+    """
+
+    def __init__(self, wait_ns: int) -> None:
+        if wait_ns < 0:
+            raise ValueError("ClipsAwaitingPoses wait must be >= 0")
+        self.wait_ns = wait_ns
+        self._held: deque[tuple[Any, int]] = deque()  # (clip with .end_ns, wall deadline [ns])
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def hold(self, clips: list, now_ns: int) -> None:
+        """Hold newly closed clips (anything with end_ns on the stream clock)."""
+        self._held.extend((clip, now_ns + self.wait_ns) for clip in clips)
+
+    def release(self, latest_stamp_ns: int | None, now_ns: int, everything: bool = False) -> list:
+        """The clips that may go now: the track reached their end, their wait is over, or `everything`
+        (the stream ended); a clip never overtakes one closed before it."""
+        ready = []
+        while self._held:
+            clip, deadline = self._held[0]
+            reached = latest_stamp_ns is not None and latest_stamp_ns >= clip.end_ns
+            if not (everything or reached or now_ns >= deadline):
+                break
+            ready.append(self._held.popleft()[0])
+        return ready

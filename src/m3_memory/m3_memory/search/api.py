@@ -212,9 +212,7 @@ class MemorySearch(EntitySearchMixin):
                             self._hit(self.graph.text[node_id].known_at(before_stamp_ns), score)
                             for node_id, score in local
                         ]
-                hits += self.fleet.node_hits(
-                    scope, vectors, top_k, text_kinds, before_clip, before_stamp_ns, where.after_ns
-                )
+                hits += self.fleet.node_hits(scope, vectors, top_k, text_kinds, before_clip, before_stamp_ns, where)
             if wanted & set(ENTITY_KINDS):
                 hits += self._entities_named(respelled, wanted, before_clip, before_stamp_ns)
         if kinds:
@@ -236,13 +234,14 @@ class MemorySearch(EntitySearchMixin):
         return where_of(self.graph.regions, after_ns, region, x, y, radius_m)
 
     def _scope(self, robot_id: str, where: Where):
-        """The request's robots; a place window searches this robot's memories only (other robots' places
-        are not searchable yet), so it needs robot_id = this robot when a fleet shares the memory."""
+        """The request's robots; other robots' memories pass a place window by their places' columns in
+        Milvus, which collections made before places lack (then only this robot's are searched by place)."""
         scope = self.fleet.scope(robot_id)
-        if where.has_place and scope.remote:
+        if where.has_place and scope.remote and not self.fleet.reader.places:
             raise MemoryApiError(
                 errors.INVALID_ARGUMENT,
-                f"a place filter searches one robot's memories: set robot_id to {self.fleet.own!r} (this robot)",
+                f"a place filter searches one robot's memories here (the Milvus collection was made before "
+                f"memories had place columns): set robot_id to {self.fleet.own!r} (this robot)",
             )
         return scope
 

@@ -20,6 +20,7 @@ fleet's (people are shared), so tags render as in the local search.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,8 +32,32 @@ from m3_memory.errors import MemoryApiError
 from m3_memory.graph.memory_graph import MemoryGraph
 from m3_memory.graph.records import KIND_EPISODIC, KIND_SEMANTIC, ClipRecord, TextNode
 from m3_memory.milvus.fleet import FleetReader, quoted
+from m3_memory.milvus.writer import place_of_row
 from m3_memory.robot_ids import robot_id_problem
 from m3_memory.search.search_types import ClipQuery, SearchHit
+from m3_memory.search.where import NOWHERE, Where
+
+PLACE_OVERFETCH = 3  # a place filter asks Milvus for this many times the hits: its box passes more than the shape
+
+
+def milvus_filter(
+    robots: str, kinds: list[str], where: Where = NOWHERE, clip_limit: int = -1, stamp_ns: int = 0
+) -> str:
+    """The Milvus filter of a search over text rows: robots (an expression on robot_id), kinds, as-of limits
+    (clip index, start stamp), the time window and the place window's bounding box (the exact shape is checked
+    on the hits: a Milvus filter compares a field with a constant)."""
+    parts = [robots, f"kind in {quoted(sorted(kinds))}"]
+    if where.after_ns > 0:
+        parts.append(f"end_ns >= {int(where.after_ns)}")
+    if (box := where.box()) is not None:
+        min_x, min_y, max_x, max_y = (f"{v:.6f}" for v in box)
+        parts.append(f"place_frame == {json.dumps(where.frame_id)}")
+        parts.append(f"place_x >= {min_x} and place_x <= {max_x} and place_y >= {min_y} and place_y <= {max_y}")
+    if clip_limit >= 0:
+        parts.append(f"clip_index <= {int(clip_limit)}")
+    if stamp_ns > 0:
+        parts.append(f"start_ns <= {int(stamp_ns)}")
+    return " and ".join(p for p in parts if p)
 
 
 @dataclass(frozen=True)
@@ -92,25 +117,18 @@ class FleetSearch:
             end_ns = graph.clips[max(earlier)]["end_ns"]
         return -1, min(end_ns, before_stamp_ns) if before_stamp_ns > 0 else end_ns
 
-    @staticmethod
-    def _expr(scope: Scope, limits: tuple[int, int], kinds: list[str], after_ns: int = 0) -> str:
-        clip_limit, stamp_ns = limits
-        parts = [scope.remote, f"kind in {quoted(sorted(kinds))}"]
-        if after_ns > 0:
-            parts.append(f"end_ns >= {int(after_ns)}")
-        if clip_limit >= 0:
-            parts.append(f"clip_index <= {int(clip_limit)}")
-        if stamp_ns > 0:
-            parts.append(f"start_ns <= {int(stamp_ns)}")
-        return " and ".join(parts)
-
-    def _best(self, vectors: np.ndarray, limit: int, expr: str) -> list[dict]:
+    def _best(self, vectors: np.ndarray, limit: int, expr: str, where: Where = NOWHERE) -> list[dict]:
         """Text rows matching expr, each with its best cosine over the query variants and its weight;
-        rows of a clip whose write broke off (not listed in its clip record) and memories weakened to
-        nothing are left out, as the local search leaves them out. Best first."""
+        rows of a clip whose write broke off (not listed in its clip record), memories weakened to
+        nothing and places outside where's exact shape are left out, as the local search leaves them out.
+        Best first."""
         best: dict[tuple[str, str], dict] = {}
-        for hits in self.reader.nearest(vectors, limit, expr):
+        fetch = limit * PLACE_OVERFETCH if where.has_place else limit  # the box holds more than the shape
+        for hits in self.reader.nearest(vectors, fetch, expr, narrow=where.active):
             for row in hits:
+                row["place"] = place_of_row(row)
+                if not where.keeps_place(row["place"]):
+                    continue
                 key = (row["robot_id"], row["node_id"])
                 if key not in best or row["score"] > best[key]["score"]:
                     best[key] = row
@@ -131,18 +149,18 @@ class FleetSearch:
     # -- search_node ------------------------------------------------------------------------------
     def node_hits(
         self, scope: Scope, vectors: np.ndarray, top_k: int, kinds: set[str], before_clip: int, before_stamp_ns: int,
-        after_ns: int = 0,
+        where: Where = NOWHERE,
     ) -> list[SearchHit]:  # fmt: skip
-        """The remote robots' text memories closest to the query variants (SearchHits, best first); after_ns:
-        only those that ended at or after it (a Milvus scalar filter)."""
+        """The remote robots' text memories closest to the query variants (SearchHits, best first), in where's
+        time and place window (Milvus scalar filters)."""
         limits = self._limits(scope, before_clip, before_stamp_ns)
         if not scope.remote or limits is None or not kinds:
             return []
-        rows = self._best(vectors, top_k, self._expr(scope, limits, sorted(kinds), after_ns))[:top_k]
+        rows = self._best(vectors, top_k, milvus_filter(scope.remote, sorted(kinds), where, *limits), where)[:top_k]
         return [
             SearchHit(
                 f"{r['robot_id']}/{r['node_id']}", r["kind"], r["text"], r["clip_index"], r["start_ns"], r["end_ns"],
-                list(r["entity_ids"]), r["weight"], r["score"], r["robot_id"],
+                list(r["entity_ids"]), r["weight"], r["score"], r["robot_id"], r["place"],
             )
             for r in rows
         ]  # fmt: skip
@@ -156,8 +174,8 @@ class FleetSearch:
         if not scope.remote or limits is None:
             return []
         clip_limit, stamp_ns = limits
-        expr = self._expr(scope, limits, [KIND_EPISODIC, KIND_SEMANTIC], request.where.after_ns)
-        rows = self._best(vectors, max(50, top_k * 20), expr)
+        expr = milvus_filter(scope.remote, [KIND_EPISODIC, KIND_SEMANTIC], request.where, *limits)
+        rows = self._best(vectors, max(50, top_k * 20), expr, request.where)
         by_robot: dict[str, list[dict]] = defaultdict(list)
         for row in rows:
             by_robot[row["robot_id"]].append(row)
@@ -210,6 +228,7 @@ class FleetSearch:
             return TextNode(
                 f"{robot}/{row['node_id']}", row["seq"], row["kind"], render(row["text"], labels), row["clip_index"],
                 row["start_ns"], row["end_ns"], weights.get(row["node_id"], 1.0), list(row["entity_ids"]),
+                place_of_row(row),
             )  # fmt: skip
 
         out = {}

@@ -17,7 +17,7 @@ import numpy as np
 
 from m3_memory import errors
 from m3_memory.errors import MemoryApiError
-from m3_memory.graph.records import TextNode
+from m3_memory.graph.records import Place, TextNode
 from m3_memory.place.regions import Region, Regions
 from m3_memory.search.as_of import AsOfError, check_as_of
 
@@ -63,9 +63,12 @@ class Where:
         """Whether a memory passes the window (as-of and kind filters are the caller's)."""
         if self.after_ns > 0 and node.end_ns < self.after_ns:
             return False
+        return self.keeps_place(node.place)
+
+    def keeps_place(self, place: Place | None) -> bool:
+        """Whether a place passes the place window (any place, and none, when it has none)."""
         if not self.has_place:
             return True
-        place = node.place
         if place is None or place.frame_id != self.frame_id:
             return False
         if self.region is not None and not self.region.contains(place.x, place.y):
