@@ -72,6 +72,7 @@ def result_dict(result, feedback: list) -> dict:
         "error_code": result.error_code,
         "error_name": NAMES.get(result.error_code, str(result.error_code)),
         "error_message": result.error_message,
+        "answered_by": result.answered_by,
         "feedback": [
             {"round": f.round, "action": f.action, "query": f.query, "hit_count": f.hit_count} for f in feedback
         ],
@@ -93,6 +94,8 @@ def print_text(out: dict) -> None:
                     f"     go to ({pose['x']}, {pose['y']}) yaw {pose['yaw']} in {pose['frame_id']}: {pose['source']}"
                 )
     print(f"evidence: {', '.join(out['evidence_ids']) or 'none'}  (rounds: {out['rounds_used']})")
+    if out["answered_by"]:
+        print(f"answered by: {out['answered_by']} (the model said it did not know)")
 
 
 def main(argv: list[str] | None = None) -> int:

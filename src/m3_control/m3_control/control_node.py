@@ -27,6 +27,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 
 from m3_control.action_qos import DEFAULT_DEPTH, server_qos
 from m3_control.backends import BACKENDS, make_reasoner
+from m3_control.extractive_reasoner import ExtractiveReasoner
 from m3_control.loop import (
     CANCELED,
     INVALID_GOAL,
@@ -43,6 +44,7 @@ from m3_control.openai_reasoner import OpenAIConfig
 from m3_control.reasoner import Reasoner
 from m3_control.result_msgs import to_result
 from m3_control.ros_memory_client import RosMemoryClient
+from m3_control.second_opinion import ask_rules_when_unsure
 from m3_control.skills import load_skills
 from m3_interfaces.action import Instruct
 from m3_memory.place.regions import Regions
@@ -104,6 +106,10 @@ PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
     "top_k": (2, _int("clips per search_clip (reference 2)", 1, 100)),
     "threshold": (0.5, _float("minimum clip score for search_clip, cosine (reference 0.5)", -1.0, 1.0)),
     "node_top_k": (20, _int("memory nodes per search_node for character-id queries (reference 20)", 1, 100)),
+    "rules_when_unsure": (
+        True,
+        _text("a model reasoner's 'I don't know' is replaced by the rules' (extractive) answer when they find one"),
+    ),
     "default_max_rounds": (5, _int("rounds used when a goal sets max_rounds 0", 1, 20)),
     "max_instruction_chars": (2000, _int("longest instruction accepted, else INVALID_GOAL", 1, 100000)),
     "memory_prefix": ("m3/memory", _text("namespace of the memory services search_clip, search_node, get_entity")),
@@ -189,6 +195,8 @@ class ControlNode(ManagedNode):
             utc_offset_s=p["utc_offset_s"],
         )
         self.default_max_rounds = p["default_max_rounds"]
+        # a reasoner that only quotes memory (extractive) is the rules already
+        self.rules_when_unsure = p["rules_when_unsure"] and not getattr(self.reasoner, "quotes_memory", False)
         path = p["regions_file"].strip()
         self.regions = Regions.load(os.path.expanduser(path)) if path else Regions.empty()  # bad file: configure fails
         if self._injected_memory is None:
@@ -332,21 +340,19 @@ class ControlNode(ManagedNode):
             **{**self.loop_config, **({"robot_id": goal.robot_id} if goal.robot_id else {})},
         )
 
-        def feedback(event: RoundEvent) -> None:
-            goal_handle.publish_feedback(
-                Instruct.Feedback(round=event.round, action=event.action, query=event.query, hit_count=event.hit_count)
-            )
+        def ask(reasoner: Reasoner, prompt: str, rounds_before: int = 0) -> LoopResult:
+            def feedback(event: RoundEvent) -> None:
+                n, action, query, hits = event.round + rounds_before, event.action, event.query, event.hit_count
+                goal_handle.publish_feedback(Instruct.Feedback(round=n, action=action, query=query, hit_count=hits))
 
-        outcome = run_loop(
-            goal.instruction,
-            self.reasoner,
-            self.memory,
-            self.skills,
-            config,
-            self.system_prompt,
-            on_round=feedback,
-            should_stop=lambda: self._stop_reason(goal_handle),
-        )
+            stop = lambda: self._stop_reason(goal_handle)  # noqa: E731
+            return run_loop(goal.instruction, reasoner, self.memory, self.skills, config, prompt, feedback, stop)
+
+        outcome = ask(self.reasoner, self.system_prompt)
+        if self.rules_when_unsure:
+            outcome = ask_rules_when_unsure(outcome, lambda: ask(ExtractiveReasoner(), "", outcome.rounds_used))
+            if outcome.answered_by:
+                self.get_logger().info(f"the model did not know; the rules answered: {outcome.answer!r}")
         if outcome.state is not None:
             evidence, names = outcome.state.evidence, outcome.state.names
             outcome.plan = with_targets(outcome.plan, evidence, names, self.regions, self._locate)

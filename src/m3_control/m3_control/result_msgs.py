@@ -38,4 +38,5 @@ def to_result(outcome: LoopResult) -> Instruct.Result:
         rounds_used=min(outcome.rounds_used, 255),
         error_code=getattr(Instruct.Result, outcome.code),
         error_message=outcome.error_message,
+        answered_by=outcome.answered_by,
     )

@@ -125,6 +125,22 @@ def test_goal_feedback_result(system):
     assert feedback[0].hit_count >= 2  # the keys clip and its semantic memory came back from the memory process
 
 
+def test_a_model_that_does_not_know_gets_the_rules_answer(system, capsys):
+    """The scripted model says "I don't know." to this question; memory holds the answer, so the rules
+    (extractive) answer it, and the result says they did (rules_when_unsure, on by default)."""
+    feedback = []
+    response = result_of(system, send(system, "Who put the car keys in the drawer?", feedback=feedback))
+    result = response.result
+    assert result.error_code == Instruct.Result.SUCCEEDED, result.error_message
+    assert result.answered_by == "extractive" and "Alice" in result.answer and "drawer" in result.answer
+    rounds = [f.round for f in feedback]
+    assert rounds == sorted(set(rounds)) and rounds[0] == 1 and result.rounds_used == rounds[-1]  # one count
+    from m3_control import ask
+
+    assert ask.main(["Who put the car keys in the drawer?"]) == 0
+    assert "answered by: extractive" in capsys.readouterr().out
+
+
 def test_cancel_mid_goal(system):
     feedback = []
     handle = send(system, "slow question about keys", max_rounds=8, feedback=feedback)
