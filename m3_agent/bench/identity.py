@@ -184,6 +184,7 @@ def run_episode(split: str, script: Path, root: Path, params_file: str, llm) -> 
         "accuracy": round(summary["accuracy"], 4),
         "person_questions": len(person),
         "person_accuracy": round(sum(bool(r["verdict"]) for r in person) / len(person), 4) if person else None,
+        "answered_by_rules": summary["answered_by_rules"],  # a model did not know; the rules answered
         "replay_s": round(replayed["replay_s"], 2) if replayed else None,
     }
 

@@ -103,6 +103,11 @@ def run_demo(
     )
     summary = report.summarize(records)
     print(f"\naccuracy by question type (judge: {method}):\n{report.format_table(summary)}")
+    if summary["answered_by_rules"]:
+        print(
+            f"{summary['answered_by_rules']} answer(s) by the rules where the model did not know "
+            f"({summary['answered_by_rules_right']} right; control_node rules_when_unsure)"
+        )
     stop_check()
     _say("5/5 writing the HTML view of the memory")
     store = MemoryStore(str(memory_dir), create=False)

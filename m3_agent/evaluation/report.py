@@ -40,6 +40,9 @@ def summarize(records: list[dict]) -> dict:
         "questions": len(records),
         "accuracy": sum(bool(r["verdict"]) for r in records) / len(records) if records else 0.0,
         "by_type": {t: {"questions": len(by_type[t]), "accuracy": sum(by_type[t]) / len(by_type[t])} for t in order},
+        # answers the rules gave where a model did not know (m3_control.second_opinion), and how many were right
+        "answered_by_rules": sum(1 for r in records if r.get("answered_by")),
+        "answered_by_rules_right": sum(1 for r in records if r.get("answered_by") and r["verdict"]),
     }
 
 

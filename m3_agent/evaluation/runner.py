@@ -83,6 +83,7 @@ class SuiteSession:
             "plan": [{"skill": s.skill, "target": s.target} for s in result.plan],
             "rounds": int(result.rounds_used),
             "error": result.error_message if result.error_code else "",
+            "answered_by": result.answered_by,
             "seconds": round(time.perf_counter() - started, 3),
         }
 
@@ -146,6 +147,7 @@ def evaluate(
                     "evidence": reply["evidence_ids"],
                     "plan": reply["plan"],
                     "error": reply["error"],
+                    "answered_by": reply.get("answered_by", ""),
                     "seconds": reply.get("seconds", 0.0),
                 }
                 append(out_jsonl, record)
