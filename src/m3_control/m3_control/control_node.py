@@ -350,7 +350,8 @@ class ControlNode(ManagedNode):
 
         outcome = ask(self.reasoner, self.system_prompt)
         if self.rules_when_unsure:
-            outcome = ask_rules_when_unsure(outcome, lambda: ask(ExtractiveReasoner(), "", outcome.rounds_used))
+            rules = lambda: ask(ExtractiveReasoner(), "", outcome.rounds_used)  # noqa: E731
+            outcome = ask_rules_when_unsure(goal.instruction, outcome, rules)
             if outcome.answered_by:
                 self.get_logger().info(f"the model did not know; the rules answered: {outcome.answer!r}")
         if outcome.state is not None:

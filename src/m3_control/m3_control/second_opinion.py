@@ -1,11 +1,13 @@
 """When a model reasoner does not know, ask the rules.
 
-A model's answer that says it does not know (in its own words, or as the answer checks' "I don't know: ...")
-is replaced by the extractive reasoner's answer to the same goal over the same memory, when the rules find
-one. Why: a small model says "I don't know" where memory holds the answer in a shape the rules read (the
-room a line was said in, a person's own role, the reply to a question), so a model path could score below
-`--llm none` on the very questions the rules answer. A model's answer is never overridden otherwise (a wrong
-guess stays a wrong guess), a plan is never replaced, and an answer the rules gave says so
+A model's answer that says it does not know (in its own words, or as the answer checks' "I don't know: ..."),
+or that does not hold what a where / when / how-many question asks for (no place, time or number: "Where were
+you when Bob said it?" answered "Bob said he has a dog"), is replaced by the extractive reasoner's answer to
+the same goal over the same memory, when the rules find one that does. Why: a small model says "I don't know",
+or repeats the fact asked about, where memory holds the answer in a shape the rules read (the room a line was
+said in, a person's own role, the reply to a question), so a model path could score below `--llm none` on the
+very questions the rules answer. A model's answer is never overridden otherwise (a wrong guess of the right
+kind stays a wrong guess), a plan is never replaced, and an answer the rules gave says so
 (`LoopResult.answered_by`, Instruct's `answered_by`). The control node's `rules_when_unsure` turns it off.
 """
 
@@ -14,9 +16,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from m3_control.answer_kinds import answer_kind, holds_kind
 from m3_control.loop import SUCCEEDED, LoopResult
 
 RULES = "extractive"  # answered_by of an answer the rules gave
+CRISP_KINDS = ("place", "time", "number")  # kinds an answer visibly holds or lacks (answer_kinds.holds_kind)
 # An answer that only says memory does not tell: "I don't know", "I do not know where ...", "I'm not sure",
 # "There is no information about ...", "Nothing in my memory says ...", "Unknown."
 ABSTAIN_RE = re.compile(
@@ -33,13 +37,20 @@ def abstains(answer: str) -> bool:
     return bool(ABSTAIN_RE.match(answer.strip()))
 
 
-def ask_rules_when_unsure(outcome: LoopResult, ask_rules: Callable[[], LoopResult]) -> LoopResult:
-    """outcome, or the rules' outcome (ask_rules: the same goal with the extractive reasoner) when the model
-    answered that it does not know, without a plan, and the rules answer something else."""
-    if outcome.code != SUCCEEDED or outcome.plan or not abstains(outcome.answer):
+def unanswered(question: str, answer: str) -> bool:
+    """Whether an answer leaves the question open: it abstains, or a where / when / how-many question gets no
+    place, time or number."""
+    kind = answer_kind(question)
+    return abstains(answer) or (kind in CRISP_KINDS and not holds_kind(answer, kind, set()))
+
+
+def ask_rules_when_unsure(question: str, outcome: LoopResult, ask_rules: Callable[[], LoopResult]) -> LoopResult:
+    """outcome, or the rules' outcome (ask_rules: the same goal with the extractive reasoner) when the model's
+    answer, without a plan, left the question open and the rules' answer does not."""
+    if outcome.code != SUCCEEDED or outcome.plan or not unanswered(question, outcome.answer):
         return outcome
     rules = ask_rules()
-    if rules.code != SUCCEEDED or abstains(rules.answer):
+    if rules.code != SUCCEEDED or unanswered(question, rules.answer):
         return outcome
     rules.answered_by = RULES
     rules.rounds_used += outcome.rounds_used

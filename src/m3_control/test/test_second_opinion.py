@@ -6,7 +6,9 @@ import pytest
 
 from m3_control.loop import SUCCEEDED, LoopResult
 from m3_control.reasoner import MODEL_ERROR
-from m3_control.second_opinion import abstains, ask_rules_when_unsure
+from m3_control.second_opinion import abstains, ask_rules_when_unsure, unanswered
+
+Q = "Who keeps the aprons, and where?"
 
 
 @pytest.mark.parametrize(
@@ -55,7 +57,7 @@ def _never() -> LoopResult:
 
 def test_the_rules_answer_when_the_model_did_not_know() -> None:
     model = LoopResult(SUCCEEDED, answer="I don't know.", rounds_used=3, timings_ms=[5.0], transcript=[{"x": 1}])
-    out = ask_rules_when_unsure(model, lambda: _rules("Ines keeps the aprons in the cupboard."))
+    out = ask_rules_when_unsure(Q, model, lambda: _rules("Ines keeps the aprons in the cupboard."))
     assert out.answer == "Ines keeps the aprons in the cupboard." and out.answered_by == "extractive"
     assert out.rounds_used == 5 and out.timings_ms == [5.0, 1.0, 2.0]
     assert out.transcript[0] == {"x": 1} and "rules answered" in out.transcript[-1]["content"]
@@ -63,11 +65,37 @@ def test_the_rules_answer_when_the_model_did_not_know() -> None:
 
 def test_the_model_answer_stands_otherwise() -> None:
     unsure = LoopResult(SUCCEEDED, answer="I don't know.", rounds_used=3)
-    assert ask_rules_when_unsure(unsure, lambda: _rules("I don't know: my memory holds nothing.")) is unsure
-    assert ask_rules_when_unsure(unsure, lambda: _rules("", code=MODEL_ERROR)) is unsure
+    assert ask_rules_when_unsure(Q, unsure, lambda: _rules("I don't know: my memory holds nothing.")) is unsure
+    assert ask_rules_when_unsure(Q, unsure, lambda: _rules("", code=MODEL_ERROR)) is unsure
     guess = LoopResult(SUCCEEDED, answer="Marek fixed it.", rounds_used=1)
-    assert ask_rules_when_unsure(guess, _never) is guess  # a wrong guess is not second-guessed
+    assert ask_rules_when_unsure(Q, guess, _never) is guess  # a wrong guess is not second-guessed
     failed = LoopResult(MODEL_ERROR, answer="", rounds_used=1)
-    assert ask_rules_when_unsure(failed, _never) is failed
+    assert ask_rules_when_unsure(Q, failed, _never) is failed
     planned = LoopResult(SUCCEEDED, answer="I don't know where it is; I will look.", plan=["step"], rounds_used=1)
-    assert ask_rules_when_unsure(planned, _never) is planned
+    assert ask_rules_when_unsure(Q, planned, _never) is planned
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "open_"),
+    [
+        ("Where were you when Dara said she had a cat?", "Dara said she has a cat named Pip.", True),
+        ("Where were you when Dara said she had a cat?", "In the garden.", False),
+        ("In which room did Olek talk about the boiler?", "Olek talked about the boiler.", True),
+        ("When is the piano lesson?", "Hamid has a piano lesson.", True),
+        ("When is the piano lesson?", "On Thursday at 4 pm.", False),
+        ("How many chairs are in the shed?", "There are chairs in the shed.", True),
+        ("How many chairs are in the shed?", "Six.", False),
+        ("Who fixed the boiler?", "The plumber did.", False),  # a person is not a crisp kind: it stands
+    ],
+)
+def test_where_when_how_many_answers_without_their_kind_are_open(question: str, answer: str, open_: bool) -> None:
+    assert unanswered(question, answer) is open_
+
+
+def test_a_where_answer_without_a_place_gets_the_rules_place() -> None:
+    question = "Where were you when Dara said she had a cat?"
+    model = LoopResult(SUCCEEDED, answer="Dara said she has a cat named Pip.", rounds_used=2)
+    rules = ask_rules_when_unsure(question, model, lambda: _rules('Dara says: "I have a cat." (said in the hall)'))
+    assert rules.answered_by == "extractive" and "in the hall" in rules.answer
+    no_place = ask_rules_when_unsure(question, model, lambda: _rules('Dara says: "I have a cat."'))
+    assert no_place is model  # the rules' answer leaves it open too: the model's stands
