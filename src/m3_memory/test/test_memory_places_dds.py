@@ -82,6 +82,11 @@ def publish_voice(system, t0: float, t1: float, voice_id: str, text: str) -> Non
 
 def test_memories_get_the_place_of_the_pose_topic_and_searches_filter_by_it(system):
     node = system["node"]
+    # The publisher seeing the node's subscription does not mean the node's reader has matched it yet, and a
+    # best-effort pose sent before that is lost: warm up for 2 s with poses at clip 0's start (before 100 s).
+    for i in range(20):
+        publish_pose(system, 90.0 + i * 0.5, 1.0, 2.0, 0.0)
+        time.sleep(0.1)
     for i in range(21):  # clip 0 (100..110 s): walking east through the kitchen at y = 2
         publish_pose(system, 100.0 + i * 0.5, 1.0 + i * 0.1, 2.0, 0.0)
         publish_pose(system, 100.0 + i * 0.5 + 0.25, 50.0, 50.0, 0.0, frame="odom")  # another frame: dropped
