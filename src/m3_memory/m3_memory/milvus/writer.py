@@ -31,7 +31,7 @@ TEXT_FIELDS = ["node_id", "seq", "kind", "text", "clip_index", "start_ns", "end_
 PLACE_FIELDS = ["place_frame", "place_x", "place_y", "place_yaw", "place_region"]
 
 
-def place_columns(place: Place | None) -> dict:
+def place_values(place: Place | None) -> dict:
     """A memory's place as PLACE_FIELDS values (metres and radians in place_frame)."""
     if place is None:
         return {"place_frame": "", "place_x": 0.0, "place_y": 0.0, "place_yaw": 0.0, "place_region": ""}
@@ -168,7 +168,7 @@ class MilvusWriter:
             row = {name: getattr(node, name) for name in TEXT_FIELDS}
             row.update(node_key=self.backend.key("text", node.node_id), robot_id=self.backend.robot_id)
             if self.backend.place_columns:
-                row.update(place_columns(node.place))
+                row.update(place_values(node.place))
             row["vector"] = np.asarray(vector, dtype=np.float32).tolist()
             self.text_rows.append(row)
             self.new_nodes.setdefault(node.clip_index, []).append(node.node_id)
