@@ -6,7 +6,8 @@ with m3_agent.bench.memory's synthetic_texts / node_vectors / ingest (bulk) into
 temporary directory); the sentence embeddings are cached in `--embedding-cache` (default
 ~/.cache/m3-agent/bench), and a directory that already holds at least N memories is reused as is.
 The loop reaches it through DirectMemoryClient, as the one-process bring-up (`m3 run`) does, or with
-`--memory-transport service` through the memory node's services over DDS (bench_service.py).
+`--memory-transport service` through the memory node's services over DDS (control_service.py), the
+node in its own process (`--memory-process separate`, default) or in this one (`shared`).
 
 The scripted model searches a new query every round (a memory sentence of the store, reworded as a
 question; every 4th asks for a character id, so search_node runs too) and answers in the last round
@@ -52,6 +53,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from m3_agent.bench.control_service import MEMORY_PROCESSES
 from m3_agent.bench.memory import DEFAULT_EMBEDDING_CACHE
 from m3_control.direct_memory_client import DirectMemoryClient
 from m3_control.loop import SUCCEEDED, LoopConfig, RoundEvent, run_loop
@@ -181,15 +183,15 @@ def scripted_queries(memory, count: int, seed: int = 7) -> tuple[list[str], str]
     return queries, answer
 
 
-def loop_figures(memory, goals: int, rounds: int, client=None) -> dict:
-    """Per-round loop figures over a client (default: the direct one), fresh queries then the same
-    queries again (warm)."""
+def loop_figures(script: tuple[list[str], str], goals: int, rounds: int, client) -> dict:
+    """Per-round loop figures over a memory client, the scripted queries and answer (scripted_queries)
+    fresh, then the same queries again (warm)."""
     skills = load_skills()
-    queries, answer = scripted_queries(memory, goals * max(1, rounds - 1))
+    queries, answer = script
     out: dict = {}
     for phase in ("cold", "warm"):
         reasoner = ScriptedReasoner(queries, answer)
-        timed = TimedMemory(client or DirectMemoryClient(memory))
+        timed = TimedMemory(client)
         overhead, loop_only = [], []
         for goal in range(goals):
             reasoner.ms_by_round.clear()
@@ -346,7 +348,15 @@ def main(argv: list[str] | None = None) -> int:
         choices=("direct", "service"),
         default="direct",
         help="how the loop reaches memory: direct (one process, m3 run's default) or service (the memory node's "
-        "services over DDS, in this process; loop figures only)",
+        "services over DDS; loop figures only)",
+    )
+    parser.add_argument(
+        "--memory-process",
+        choices=MEMORY_PROCESSES,
+        default="separate",
+        help="with --memory-transport service, where the memory node runs: separate (its own process, "
+        "`m3 run --nodes memory_node`, as a control node elsewhere reaches it; default) or shared (this "
+        "process, as `m3 run --memory-transport service` runs all nodes in one)",
     )
     args = parser.parse_args(argv)
     if args.memory_nodes < 1 or args.goals < 1 or args.per_clip < 1 or not 2 <= args.rounds <= 20:
@@ -363,17 +373,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         figures: dict = {"memory_nodes": len(memory.graph.text), **facts, "goals": args.goals, "rounds": args.rounds}
+        script = scripted_queries(memory, args.goals * max(1, args.rounds - 1))
         if args.memory_transport == "service":
             from m3_agent.bench.control_service import service_client
 
             memory_dir = args.memory_dir or args.tmp.name
             memory.close()  # the memory node opens the directory itself
-            with service_client(memory_dir, memory.embedder) as (client, served):
-                figures.update(loop_figures(served, args.goals, args.rounds, client))
+            text_settings = {"text_runtime": args.text_runtime, "text_threads": args.text_threads}
+            with service_client(memory_dir, memory.embedder, text_settings, args.memory_process) as client:
+                figures.update(loop_figures(script, args.goals, args.rounds, client))
             memory = None
             args.no_ros = True  # the action figures run over the direct client only
         else:
-            figures.update(loop_figures(memory, args.goals, args.rounds))
+            figures.update(loop_figures(script, args.goals, args.rounds, DirectMemoryClient(memory)))
         print(
             f"round overhead {figures['round_overhead_ms']} ms (median; warm {figures['round_overhead_warm_ms']} ms), "
             f"search_clip p50 {figures['search_clip_p50_ms']} ms",
@@ -390,6 +402,7 @@ def main(argv: list[str] | None = None) -> int:
             args.tmp.cleanup()
     figures.update(
         memory_transport=args.memory_transport,
+        memory_process=args.memory_process if args.memory_transport == "service" else None,
         text_runtime=args.text_runtime,
         text_threads=args.text_threads,
         memory_dir=os.path.abspath(args.memory_dir) if args.memory_dir else None,

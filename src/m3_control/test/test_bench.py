@@ -1,5 +1,6 @@
 """`m3 bench control` over a real (small) memory: builds it, prints its figures as the last stdout line,
-reuses a built --memory-dir (also over the service transport), and refuses one holding fewer memories
+reuses a built --memory-dir (also over the service transport, the memory node in its own process or
+in the bench's), and refuses one holding fewer memories
 than asked for.
 
 Run as subprocesses: a second DDS participant created later in the same test process, after the
@@ -48,14 +49,18 @@ def test_bench_builds_measures_and_reuses(tmp_path):
     assert reused["memories_per_search"] == figures["memories_per_search"]
     assert "action_roundtrip_ms" not in reused
 
-    served = bench("--memory-nodes", "400", "--memory-transport", "service", *common)
-    assert served.returncode == 0, served.stderr[-3000:]
-    service = json.loads(served.stdout.strip().splitlines()[-1])
-    assert service["memory_transport"] == "service" and service["rounds_measured"] == 9
-    assert service["memories_per_search"] == figures["memories_per_search"]  # the same memory over DDS
-    assert 0 < service["entity_names_p50_ms"] and 0 < service["name_lookups_per_round"] <= 1
-    assert service["entity_name_p50_ms"] is None  # no get_entity per id any more
-    assert "action_roundtrip_ms" not in service
+    for process in ("separate", "shared"):  # the memory node in its own process (default), then in the bench's
+        served = bench("--memory-nodes", "400", "--memory-transport", "service", "--memory-process", process, *common)
+        assert served.returncode == 0, served.stderr[-3000:]
+        service = json.loads(served.stdout.strip().splitlines()[-1])
+        assert service["memory_transport"] == "service" and service["memory_process"] == process
+        assert service["rounds_measured"] == 9
+        assert service["memories_per_search"] == figures["memories_per_search"]  # the same memory over DDS
+        assert 0 < service["entity_names_p50_ms"] and 0 < service["name_lookups_per_round"] <= 1
+        assert service["entity_name_p50_ms"] is None  # no get_entity per id any more
+        assert "action_roundtrip_ms" not in service
+    left = subprocess.run(["pgrep", "-f", f"memory_dir={memory_dir}"], capture_output=True, text=True, check=False)
+    assert left.stdout == "", f"the memory node process outlived the bench: {left.stdout}"
 
     more = bench("--memory-nodes", "1000", "--no-ros", *common)
     assert more.returncode == 2
