@@ -11,8 +11,9 @@ node in its own process (`--memory-process separate`, default) or in this one (`
 
 The scripted model searches a new query every round (a memory sentence of the store, reworded as a
 question; every 4th asks for a character id, so search_node runs too) and answers in the last round
-naming an entity (its ids are resolved: names come from memory's get_names, one lookup a round at
-most). Its own time is measured and subtracted; it is microseconds.
+naming an entity (its ids are resolved: names come with the search results; memory's get_names is
+asked at a goal's first search for the named people, then only for ids no result named). Its own
+time is measured and subtracted; it is microseconds.
 
 Figures (the LAST stdout line is one JSON object):
 - round_overhead_ms, round_overhead_p90_ms, round_overhead_p99_ms: per round, the loop's wall time
@@ -20,8 +21,8 @@ Figures (the LAST stdout line is one JSON object):
   time; fresh queries, so each search embeds its query (and the query's alias variants) with MiniLM;
 - round_overhead_warm_ms: the same goals again: query embeddings come from the embedder's LRU cache;
 - loop_only_ms: the loop's own bookkeeping per round (LoopResult.timings_ms: model and memory excluded);
-- search_clip_p50_ms / _p99_ms, search_node_p50_ms / _p99_ms, entity_names_p50_ms (get_names, one per
-  round at most: name_lookups_per_round), entity_name_p50_ms (get_entity; the loop no longer calls it: null):
+- search_clip_p50_ms / _p99_ms, search_node_p50_ms / _p99_ms, entity_names_p50_ms (get_names; how
+  many a round: name_lookups_per_round), entity_name_p50_ms (get_entity; the loop no longer calls it: null):
   the direct client's calls (fresh queries), search_clip_warm_p50_ms (cached embeddings); memories_per_search;
 - action_roundtrip_ms: median time from sending an Instruct goal over DDS (client node -> action
   server on the control node, both in this process on one MultiThreadedExecutor) to its result, for

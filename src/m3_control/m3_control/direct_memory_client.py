@@ -107,6 +107,7 @@ class DirectMemoryClient:
                 [*record.episodic, *record.semantic],
                 record.node_scores,
                 record.robot_id,
+                record.names,
             )
             for record in records
         ]

@@ -150,19 +150,24 @@ def _append_evidence(state: LoopState, memories: list[Memory]) -> None:
             known.add(memory.node_id)
 
 
-def _name_ids(state: LoopState, ids: set[str], memory: MemoryClient, said: dict[str, str]) -> None:
-    """Learn names for ids not seen yet, in one lookup (memory's get_names; the first one of a goal
-    also lists every named person, for the answer check): memory's current name first, then what a
-    retrieved "<face_1> is named Alice" says (said). Why one lookup: a get_entity per id cost a round
-    80 ms at 100k memories, and over the service transport each is a ROS call."""
-    missing = sorted(ids - state.names.keys() - state.unnamed)
-    if not missing and state.people is not None:
-        return
-    found = entity_names(memory, missing, people=state.people is None)
+def _name_ids(
+    state: LoopState, ids: set[str], memory: MemoryClient, said: dict[str, str], carried: dict[str, str] | None = None
+) -> None:
+    """Learn names for ids not seen yet: those the retrieved memories carry (search results name their
+    entities), the others in one lookup (memory's get_names; the first one of a goal also lists every
+    named person, for the answer check); memory's current name first, then what a retrieved "<face_1>
+    is named Alice" says (said). Why: a get_entity per id cost a round 80 ms at 100k memories, and over
+    the service transport each lookup is a ROS call."""
+    carried = carried or {}
+    new = ids - state.names.keys() - state.unnamed
+    missing = sorted(new - carried.keys())
+    found: dict[str, str] = {}
+    if missing or state.people is None:
+        found = entity_names(memory, missing, people=state.people is None)
     if state.people is None:
         state.people = {entity_id: name for entity_id, name in found.items() if name}
-    for entity_id in missing:
-        name = found.get(entity_id) or said.get(entity_id)
+    for entity_id in sorted(new):
+        name = carried.get(entity_id) or found.get(entity_id) or said.get(entity_id)
         if name:
             state.names[entity_id] = name
         else:
@@ -172,7 +177,13 @@ def _name_ids(state: LoopState, ids: set[str], memory: MemoryClient, said: dict[
 def _learn_names(state: LoopState, memories: list[Memory], memory: MemoryClient) -> None:
     """Names for the entity ids of newly retrieved memories. Why: search_node returns its texts with
     ids, and a small model shown "<voice_2> says" answers with the id or cannot join it to the person."""
-    _name_ids(state, evidence_ids(memories), memory, names_from(memories))
+    carried = {
+        entity_id: name
+        for m in memories
+        if m.entity_names is not None
+        for entity_id, name in zip(m.entity_ids, m.entity_names, strict=True)
+    }
+    _name_ids(state, evidence_ids(memories), memory, names_from(memories), carried)
 
 
 def _in_asker_spelling(state: LoopState, clips: list[Clip], nodes: list[Memory]) -> tuple[list[Clip], list[Memory]]:

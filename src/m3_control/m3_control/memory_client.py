@@ -43,6 +43,7 @@ class Memory:
     end_ns: int = 0  # end of its evidence (stream clock); for an entity, when it was last observed
     place: Place | None = None  # where the robot was when it happened; None without a pose, and for entities
     superseded_by: str = ""  # the memory that replaced what this one states (as known at the as-of time); "" = none
+    entity_names: tuple[str, ...] | None = None  # each entity_ids entry's learnt name ("" none); None: not carried
 
 
 @dataclass(frozen=True)
@@ -89,23 +90,26 @@ class MemoryClient(Protocol):
         ...
 
 
-def memory_of(item, score: float | None = None) -> Memory:
+def memory_of(item, score: float | None = None, names: Mapping[str, str] | None = None) -> Memory:
     """A Memory from anything with MemoryItem's fields: a MemoryItem message, or m3_memory's SearchHit /
-    TextNode (a TextNode has no score of its own: pass the clip's node score)."""
+    TextNode (a TextNode has no score or names of its own: pass the clip's node score and names)."""
     end_ns = getattr(item, "end_ns", None)
     if end_ns is None:  # a message: builtin_interfaces/Time
         end_ns = int(item.end.sec) * 1_000_000_000 + int(item.end.nanosec)
+    ids = tuple(item.entity_ids)
+    carried = [names.get(i, "") for i in ids] if names is not None else getattr(item, "entity_names", None)
     return Memory(
         node_id=item.node_id,
         kind=item.kind,
         text=item.text,
         clip_index=int(item.clip_index),
         score=float(item.score if score is None else score),
-        entity_ids=tuple(item.entity_ids),
+        entity_ids=ids,
         robot_id=str(getattr(item, "robot_id", "")),
         end_ns=int(end_ns),
         place=place_of(getattr(item, "place", None)),
         superseded_by=str(getattr(item, "superseded_by", "")),
+        entity_names=tuple(carried) if carried is not None and len(carried) == len(ids) else None,
     )
 
 
@@ -137,14 +141,17 @@ def clip_of(
     items: Iterable,
     node_scores: Mapping[str, float] | None = None,
     robot_id: str = "",
+    names: Mapping[str, str] | None = None,
 ) -> Clip:
     """A Clip from its memories in order (episodic, then semantic). node_scores: memory id -> score, for
     items without a score of their own (m3_memory's ClipRecord.node_scores; missing ids score 0).
-    robot_id: the robot that stored the clip, also given to memories that do not name one (TextNode)."""
+    robot_id: the robot that stored the clip, also given to memories that do not name one (TextNode).
+    names: id -> learnt name, for items that carry none (ClipRecord.names)."""
     memories = tuple(
         replace(memory, robot_id=memory.robot_id or robot_id)
         for memory in (
-            memory_of(item, None if node_scores is None else node_scores.get(item.node_id, 0.0)) for item in items
+            memory_of(item, None if node_scores is None else node_scores.get(item.node_id, 0.0), names)
+            for item in items
         )
     )
     return Clip(clip_index=int(clip_index), score=float(score), memories=memories, robot_id=robot_id)

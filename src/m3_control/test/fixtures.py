@@ -52,7 +52,9 @@ FIXTURE_CLIPS = [
 class FakeMemory:
     """MemoryClient over FIXTURE_CLIPS: a clip scores its best memory's token overlap (reference semantics)."""
 
-    def __init__(self, clips=FIXTURE_CLIPS, names: dict[str, str] | None = None, down: bool = False) -> None:
+    def __init__(
+        self, clips=FIXTURE_CLIPS, names: dict[str, str] | None = None, down: bool = False, carry_names: bool = False
+    ) -> None:
         by_clip: dict[int, list[Memory]] = {}
         for index, memories in clips:
             by_clip.setdefault(index, []).extend(memories)
@@ -62,6 +64,11 @@ class FakeMemory:
         self.calls: list[tuple] = []
         self.stamps: list[int] = []  # before_stamp_ns of every search
         self.name_lookups: list[tuple] = []  # (ids, people) of every entity_names call
+        self.carry_names = carry_names  # results carry their entities' names, as memory's search results do
+
+    def _found(self, memory: Memory, score: float) -> Memory:
+        named = tuple(self.names.get(i, "") for i in memory.entity_ids) if self.carry_names else None
+        return Memory(**{**memory.__dict__, "score": score, "entity_names": named})
 
     def _score(self, query: str, memory: Memory) -> float:
         q, t = _tokens(query), _tokens(memory.text)
@@ -76,7 +83,7 @@ class FakeMemory:
         for index, memories in self.clips.items():
             if before_clip >= 0 and index > before_clip:
                 continue
-            scored = [Memory(**{**m.__dict__, "score": self._score(query, m)}) for m in memories]
+            scored = [self._found(m, self._score(query, m)) for m in memories]
             best = max(m.score for m in scored)
             if best >= threshold:
                 out.append(Clip(index, best, tuple(scored)))
@@ -88,7 +95,7 @@ class FakeMemory:
         self.stamps.append(before_stamp_ns)
         if self.down:
             raise MemoryUnavailable("memory service /m3/memory/search_node not available")
-        nodes = [Memory(**{**m.__dict__, "score": self._score(query, m)}) for ms in self.clips.values() for m in ms]
+        nodes = [self._found(m, self._score(query, m)) for ms in self.clips.values() for m in ms]
         nodes = [n for n in nodes if n.score > 0 and (before_clip < 0 or n.clip_index <= before_clip)]
         return sorted(nodes, key=lambda n: -n.score)[:top_k]
 

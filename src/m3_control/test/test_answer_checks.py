@@ -131,6 +131,19 @@ def test_names_are_looked_up_once_per_round_with_people_at_the_first_lookup():
     assert memory.name_lookups[0][1] is True and all(not people for _, people in memory.name_lookups[1:])
 
 
+def test_names_carried_in_search_results_need_no_lookup_after_the_first():
+    memory = FakeMemory(CELLO, names=NAMES, carry_names=True)
+    result, _, _ = ask(
+        [json.dumps({"action": "search", "query": "violin hall"}), reply("<face_4> plays the violin.")],
+        "Who plays the violin?",
+        memory,
+    )
+    assert result.code == SUCCEEDED, result.error_message
+    assert "Priya" in result.answer  # the id in the answer is named from the carried names
+    assert [people for _, people in memory.name_lookups] == [True]  # only the goal's list of named people
+    assert memory.name_lookups[0][0] == ()  # every retrieved id came with its name
+
+
 def test_the_extractive_reasoner_is_not_checked():
     memory = FakeMemory(CELLO, names=NAMES)
     result = run_loop("Who plays the violin?", ExtractiveReasoner(), memory, SKILLS, LoopConfig())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from builtin_interfaces.msg import Time
 
 from m3_interfaces.msg import ClipMemory, MemoryItem
@@ -34,8 +36,15 @@ def to_time(ns: int) -> Time:
     return Time(sec=int(ns // NS), nanosec=int(ns % NS))
 
 
-def item_msg(node: TextNode | SearchHit, score: float = 0.0, robot_id: str = "") -> MemoryItem:
-    """A MemoryItem; robot_id: the storing robot of a TextNode (a SearchHit carries its own)."""
+def item_msg(
+    node: TextNode | SearchHit, score: float = 0.0, robot_id: str = "", names: Mapping[str, str] | None = None
+) -> MemoryItem:
+    """A MemoryItem; robot_id: the storing robot of a TextNode (a SearchHit carries its own, and its
+    entity names); names: id -> name for a TextNode of a search's clip (ClipRecord.names)."""
+    if isinstance(node, SearchHit):
+        entity_names = list(node.entity_names)
+    else:
+        entity_names = [names.get(i, "") for i in node.entity_ids] if names else []
     return MemoryItem(
         node_id=node.node_id,
         kind=node.kind,
@@ -50,6 +59,7 @@ def item_msg(node: TextNode | SearchHit, score: float = 0.0, robot_id: str = "")
         place=place_msg(node.place),
         valid_until=to_time(node.valid_until_ns),
         superseded_by=node.superseded_by,
+        entity_names=entity_names,
     )
 
 
@@ -91,6 +101,7 @@ def clip_msg(record: ClipRecord) -> ClipMemory:
         robot_id=record.robot_id,
     )
     msg.header.stamp = to_time(record.end_ns)
-    msg.episodic = [item_msg(n, record.node_scores.get(n.node_id, 0.0), record.robot_id) for n in record.episodic]
-    msg.semantic = [item_msg(n, record.node_scores.get(n.node_id, 0.0), record.robot_id) for n in record.semantic]
+    scores, names = record.node_scores, record.names
+    msg.episodic = [item_msg(n, scores.get(n.node_id, 0.0), record.robot_id, names) for n in record.episodic]
+    msg.semantic = [item_msg(n, scores.get(n.node_id, 0.0), record.robot_id, names) for n in record.semantic]
     return msg

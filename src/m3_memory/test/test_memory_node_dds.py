@@ -144,6 +144,9 @@ def test_services_answer_from_another_process(system, faces):
     assert response.error_code == SearchClip.Response.OK
     assert [c.clip_index for c in response.clips] == [0]
     assert "Alice put the keys in the drawer." in [m.text for m in response.clips[0].semantic]
+    items = [*response.clips[0].episodic, *response.clips[0].semantic]
+    carried = {i: n for m in items for i, n in zip(m.entity_ids, m.entity_names, strict=True)}
+    assert carried and set(carried.values()) == {"Alice"}  # every id of the clip is Alice's, named in the results
     response = call(node, GetEntity, "/m3/memory/get_entity", GetEntity.Request(entity_id="person_2"))
     assert response.error_code == GetEntity.Response.OK
     assert (response.entity.entity_id, response.entity.name) == ("person_1", "Alice")

@@ -61,6 +61,19 @@ def test_search_clip_expands_person_ids_and_renders_names(filled):
     assert f'<{speaker}> says: "I put the keys in the drawer"' in [n.text for n in unnamed.episodic]
 
 
+def test_search_results_carry_their_entities_names(filled):
+    clip0 = filled.search.search_clip("green tea", top_k=1, threshold=0.3)[0]
+    assert clip0.clip_index == 0 and clip0.names["voice_1"] == "Alice" and clip0.names["face_2"] == ""
+    assert set(clip0.names) == {i for n in clip0.episodic + clip0.semantic for i in n.entity_ids}
+    hits = filled.search.search_node("keys drawer", top_k=3)
+    assert all(len(h.entity_names) == len(h.entity_ids) for h in hits)
+    by_id = {i: name for h in hits for i, name in zip(h.entity_ids, h.entity_names, strict=True)}
+    assert by_id.get("voice_2") == ""  # nobody named the speaker of clip 1
+    filled.ingest(clip(3, voices=[voice("voice_2", 91, 93, "my name is Dave")]))
+    hits = filled.search.search_node("keys drawer", top_k=3)
+    assert {i: n for h in hits for i, n in zip(h.entity_ids, h.entity_names, strict=True)}["voice_2"] == "Dave"
+
+
 def test_conversation_keeps_renderings(filled):
     speaker = filled.graph.person_of("voice_2")
     first = filled.search.search_clip("keys drawer", top_k=1, threshold=0.3, conversation_id="c1")[0]

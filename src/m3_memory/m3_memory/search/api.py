@@ -220,7 +220,11 @@ class MemorySearch(EntitySearchMixin):
         if where.active:  # entities have no place; they pass a time window they were observed in
             hits = [h for h in hits if h.kind in TEXT_KINDS or (not where.has_place and h.end_ns >= where.after_ns)]
         hits.sort(key=lambda h: -h.score)
-        return hits[:top_k]
+        hits = hits[:top_k]
+        names = self.get_names([i for hit in hits for i in hit.entity_ids])
+        for hit in hits:
+            hit.entity_names = [names.get(i, "") for i in hit.entity_ids]
+        return hits
 
     def _hit(self, node: TextNode, score: float) -> SearchHit:
         return SearchHit(
@@ -277,7 +281,16 @@ class MemorySearch(EntitySearchMixin):
         if scope.remote:
             records += self.fleet.clip_records(scope, request)
             records = sorted(records, key=lambda r: (-r.score, r.robot_id != self.fleet.own, r.robot_id))[:top_k]
+        self._named(records)
         return records
+
+    def _named(self, records: list[ClipRecord]) -> None:
+        """Each clip's names of the entities its memories name, in one lookup for the whole answer. Why:
+        the control loop names every id it retrieves, and over the services a lookup is a ROS call."""
+        named = [{i for n in r.episodic + r.semantic for i in n.entity_ids} for r in records]
+        names = self.get_names(sorted(set().union(*named)))
+        for record, ids in zip(records, named, strict=True):
+            record.names = {i: names.get(i, "") for i in ids}
 
     def _local_clips(self, request: ClipQuery) -> list[ClipRecord]:
         """search_clip over this robot's graph in RAM."""

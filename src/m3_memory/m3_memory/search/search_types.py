@@ -37,6 +37,7 @@ class SearchHit:
     place: Place | None = None  # where a text memory happened; None without a pose, and for entities
     valid_until_ns: int = 0  # when a newer memory replaced what it states, as known at the query's as-of time
     superseded_by: str = ""  # that newer memory; "" = still valid
+    entity_names: list[str] = field(default_factory=list)  # learnt name of each entity_ids entry's person, "" none
 
 
 @dataclass
