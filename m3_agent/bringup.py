@@ -203,8 +203,12 @@ class GraphSnapshot:
         return {"nodes": self.nodes, "topics": self.topics, "services": self.services, "actions": self.actions}
 
 
-def snapshot_graph(probe: Node, node_names: tuple[str, ...], settle_s: float = 5.0) -> GraphSnapshot:
-    """Discover the nodes from a probe node, waiting up to settle_s for discovery to finish."""
+def snapshot_graph(probe: Node, node_names: tuple[str, ...], settle_s: float = 30.0) -> GraphSnapshot:
+    """Discover the nodes from a probe node, waiting up to settle_s for discovery to finish.
+
+    A node's name can be discovered well before its endpoints (a loaded machine: CI saw the memory node with
+    no topic at all), and every rclpy node publishes /rosout: a node counts as seen once it shows a publisher.
+    """
     from rclpy.action import get_action_server_names_and_types_by_node
 
     deadline = time.monotonic() + settle_s
@@ -215,9 +219,10 @@ def snapshot_graph(probe: Node, node_names: tuple[str, ...], settle_s: float = 5
             for name, namespace in probe.get_node_names_and_namespaces()
             if name in node_names
         )
+        seen = {name for name, publishers in found if publishers}
         if found != last:
             last, stable_since = found, time.monotonic()
-        elif len(found) == len(set(node_names)) and time.monotonic() - stable_since >= 1.0:
+        elif seen == set(node_names) and time.monotonic() - stable_since >= 1.0:
             break
         time.sleep(0.1)
     topics, services, actions = {}, {}, {}

@@ -34,9 +34,10 @@ LIGHT = [Parameter("asr_backend", value="none"), Parameter("turn_split", value=F
 class Camera(Node):
     """Publishes frames on the raw and/or compressed topic and collects the perception node's log from /rosout."""
 
-    def __init__(self, base: str) -> None:
+    def __init__(self, base: str, perception: str) -> None:
         super().__init__("d7_camera" + base.replace("/", "_"))
         self.base = base
+        self.perception = perception
         self.raw = self.create_publisher(Image, base, 10)
         self.compressed = self.create_publisher(CompressedImage, base + "/compressed", 10)
         self.log: list[str] = []
@@ -48,7 +49,7 @@ class Camera(Node):
 
     def _on_log(self, message: Log) -> None:
         # /rosout is transient local: an earlier test's node's lines arrive too; keep this camera's.
-        if message.name.endswith("perception_node") and f"{WARNING} {self.base}" in message.msg:
+        if message.name == self.perception and f"{WARNING} {self.base}" in message.msg:
             self.log.append(message.msg)
 
     def publish(self, t: float, raw: bool, compressed: bool) -> None:
@@ -75,8 +76,12 @@ def _run(base: str, transport: str, raw: bool, compressed: bool, seconds: float,
     """A perception node on `base` with `transport`, a camera publishing what is asked for `seconds` (or,
     `until_warned`, until REPEAT_S after the first warning, at most WARNED_WITHIN_S)."""
     overrides = [*LIGHT, Parameter("image_topic", value=base), Parameter("image_transport", value=transport)]
-    node = bring_up(PerceptionNode(parameter_overrides=overrides))
-    camera = Camera(base)
+    # A name of its own: rclpy's /rosout publisher is per node name, and when another 'perception_node' of
+    # this process (an earlier test's, collected late) is destroyed it takes that publisher with it - this
+    # node's warning was logged but never reached /rosout (CI, stop 31).
+    name = "perception" + base.replace("/", "_")
+    node = bring_up(PerceptionNode(parameter_overrides=overrides, cli_args=["--ros-args", "-r", f"__node:={name}"]))
+    camera = Camera(base, name)
     with spinning(node, camera):  # an executor of its own, stopped before the nodes go
         end, t = time.monotonic() + (WARNED_WITHIN_S if until_warned else seconds), 1000.0
         while time.monotonic() < end:
