@@ -23,7 +23,7 @@ from m3_perception.material.real_speech import (
     speech_units,
 )
 from m3_perception.speech.vad import SileroVad
-from m3_perception.voices.pipeline import VoiceEvent, VoicePipeline
+from m3_perception.voices.pipeline import VoiceEvent, VoicePipeline, voiced_pieces
 from m3_perception.voices.speaker_turns import TurnParams, split_turns
 
 RATE = 16000
@@ -146,3 +146,14 @@ def test_short_backchannel_founds_no_voice(encoder, pause_s) -> None:
     assert len(pipe.clusters.identities) == 2, [(e.start, e.end, e.voice_id) for e in events]
     t_word = (len(first) + len(pause) + len(word) / 2) / RATE
     assert not any(e.new_identity and e.start - 0.2 <= t_word <= e.end + 0.2 and e.end - e.start < 1.0 for e in events)
+
+
+def test_a_piece_wholly_in_the_padding_gives_no_turn():
+    """The segmentation model may hear a turn in the padding around the VAD's voiced part: that piece
+    has no voiced speech, and its span used to end before it started (memory rejected the message)."""
+    # Utterance samples from stream index 1000; voiced [1000 + 3200, 1000 + 40000); pieces cut at 2000 and 20000.
+    pieces = [(0, 2000, False), (2000, 20000, False), (20000, 48000, True)]
+    kept = voiced_pieces(pieces, 1000, 4200, 41000)
+    assert kept == [(2000, 20000, False, 4200, 21000), (20000, 48000, True, 21000, 41000)]
+    assert all(end > start for *_, start, end in kept)
+    assert voiced_pieces([(0, 48000, False)], 1000, 4200, 41000) == [(0, 48000, False, 4200, 41000)]

@@ -55,6 +55,21 @@ class VoiceEvent:
     overlap: bool = False  # two or more people at once: published with voice_id "", given to no voice
 
 
+def voiced_pieces(
+    pieces: list[tuple[int, int, bool]], first: int, start: int, end: int
+) -> list[tuple[int, int, bool, int, int]]:
+    """(a, b, overlap, start, end) for each piece [a, b) of an utterance's samples (stream index `first`
+    onwards) that holds voiced speech, [start, end) in stream indices: the piece within the utterance's
+    voiced part. A piece wholly in the padding before or after the voiced part (the segmentation model
+    can hear a turn the VAD did not) is dropped: its span would end before it starts."""
+    kept = []
+    for a, b, overlap in pieces:
+        s, e = max(start, first + a), min(end, first + b)
+        if e > s:
+            kept.append((a, b, overlap, s, e))
+    return kept
+
+
 class StreamClock:
     """Maps stream sample indices to stream time from the header stamps of the chunks.
 
@@ -223,10 +238,7 @@ class VoicePipeline:
         and one per overlapped stretch (voice_id "")."""
         pieces = self._pieces(u)
         events = []
-        for k, (a, b, overlap) in enumerate(pieces):
-            # Stream indices of the turn's voiced part: the utterance's own ends, else the cut.
-            start = u.start if k == 0 else u.first + a
-            end = u.end if k == len(pieces) - 1 else u.first + b
+        for a, b, overlap, start, end in voiced_pieces(pieces, u.first, u.start, u.end):
             if len(pieces) > 1:
                 start, end = self._voiced_span(start, end)
             # Speech recognition hears the turn with up to pad_s more on each side, within its piece: the
