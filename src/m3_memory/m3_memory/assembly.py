@@ -8,6 +8,7 @@ from typing import Any
 
 from m3_memory.clip_window import ClipWindows
 from m3_memory.graph.memory_graph import GraphConfig
+from m3_memory.memorize.common_words import common_words
 from m3_memory.memory import Memory
 from m3_memory.place.regions import Regions, RegionsError
 from m3_memory.robot_ids import check_robot_id
@@ -43,6 +44,7 @@ def search_config(p: Mapping[str, Any]) -> SearchConfig:
 
 def make_memorizer(p: Mapping[str, Any]):
     """None selects the rules memorizer (Memory builds it with the graph's equivalence thresholds)."""
+    common_words()  # both memorizers read names with it: a missing word list fails configure, naming its package
     if p["memorizer"] == "rules":
         return None
     if p["memorizer"] == "openai":

@@ -123,7 +123,8 @@ def test_a_name_is_kept_only_when_it_was_said():
     assert said_name("<voice_1>", said) is None and said_name("", said) is None
     cased = ["Leave your umbrella next to the bookshelf.", "Thanks, Rui, I will."]  # Whisper writes case
     assert said_name("Umbrella", cased) is None and said_name("rui", cased) == "Rui"
-    assert said_name("Leave", cased) == "Leave"  # capitalised as the first word: the model must judge
+    assert said_name("Leave", cased) is None  # capitalised as the first word, but a common word (common_words)
+    assert said_name("Rosa", ["Rosa, leave it."]) == "Rosa"
 
 
 def test_the_model_sees_who_is_one_person_and_who_else_is_present():

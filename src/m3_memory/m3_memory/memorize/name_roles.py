@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from m3_memory.memorize.common_words import is_common_word
+
 ROLES = ("self", "addressed", "introduced", "mentioned")
 SPEAKER = "{speaker}"  # stands for the speaker's label in a fact (`about`)
 
@@ -138,6 +140,8 @@ def clean_name(word: str, cased: bool) -> str | None:
     if word.lower().endswith("'s"):
         word = word[:-2]
     if len(word) < 2 or word.lower() in NOT_NAMES or word.lower().endswith(("ing", *_CONTRACTIONS)):
+        return None
+    if is_common_word(word):  # "Perfect, thank you." greets nobody called Perfect (common_words)
         return None
     if cased and not word[0].isupper():
         return None

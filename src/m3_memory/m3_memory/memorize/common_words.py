@@ -1,0 +1,44 @@
+"""English words that are never a name: what a misheard transcript must not turn into one.
+
+Speech recognition on an unseen voice writes a wrong word where a name or a phrase was ("Perfect,
+thank you." read as a greeting to "Perfect"; "come and give me a minute" heard as "... im Minute",
+read as "I'm Minute"). The cue words then place that word as a name, and its one vote names a
+person. A hand-written list of such words can never be complete, so the system dictionary decides:
+a word the dictionary lists in lower case and never capitalised is a common word, never a name.
+Names that are also words ("Rose", "Will", "Grace", "Summer", "June") are listed capitalised too and
+stay names; a rare given name that is only a word ("River", "Sky") is lost - the price of the rule.
+Measured on issue 20's dev episodes (README of m3_memory, Names).
+
+The dictionary is Debian's `wamerican` (/usr/share/dict/american-english, public domain SCOWL),
+installed by bootstrap.sh; missing, the memory node fails to configure with a message naming it.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+DICTIONARY = Path("/usr/share/dict/american-english")
+PACKAGE = "wamerican"
+
+
+class DictionaryMissing(FileNotFoundError):
+    """The word list is not installed; the message names the package."""
+
+
+@functools.cache
+def common_words(path: Path = DICTIONARY) -> frozenset[str]:
+    """Lower-case words of `path` (one word per line) whose capitalised form is not listed."""
+    try:
+        words = set(path.read_text(encoding="utf-8", errors="replace").split())
+    except FileNotFoundError:
+        raise DictionaryMissing(
+            f"the English word list {path} is missing: install the Debian package {PACKAGE} "
+            f"(apt-get install {PACKAGE}; bash bootstrap.sh setup does)"
+        ) from None
+    return frozenset(w for w in words if w.islower() and w.isalpha() and w.capitalize() not in words)
+
+
+def is_common_word(word: str) -> bool:
+    """Whether `word` (any case) is a common English word and never a name."""
+    return word.lower() in common_words()
