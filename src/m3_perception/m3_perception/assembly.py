@@ -288,3 +288,54 @@ def build_pipelines(
         MatcherParams(min_evidence=p["match_min_evidence"], dominance_ratio=p["match_dominance_ratio"])
     )
     return faces, voices, matcher
+
+
+OBJECT_BACKENDS = ("yolov3_tiny", "onnx", "none")
+TEXT_BACKENDS = ("rapidocr", "none")
+
+
+def build_seeing(p: Mapping[str, Any], log: Log | None = None) -> Any:
+    """Objects and written text (seeing.Seeing) from the node's parameters, or None when both are 'none'.
+
+    A bad value fails here naming its parameter; a missing model file with ModelFileMissing. Checked
+    before anything loads, so a typo costs no model load."""
+    from m3_perception.seeing import Seeing, SeeingParams
+
+    log = log or _default_log
+    objects = _choice(p, "object_backend", OBJECT_BACKENDS)
+    text = _choice(p, "text_backend", TEXT_BACKENDS)
+    classes = list(p["object_classes"] or [])
+    if not all(isinstance(c, str) for c in classes):
+        raise ValueError(f"object_classes must be a list of class names, got {classes!r}")
+    settings = SeeingParams(
+        rate_hz=p["object_rate_hz"],
+        text_interval_s=p["text_interval_s"],
+        text_min_gap_s=p["text_min_gap_s"],
+        text_change_threshold=p["text_change_threshold"],
+    )  # checks the gate's values (ValueError naming the parameter)
+    if objects == "none" and text == "none":
+        log.info("objects and text: off (object_backend and text_backend 'none')")
+        return None
+    detector = reader = None
+    if objects != "none":
+        from m3_perception.objects.detectors import make_detector
+
+        try:
+            detector = make_detector(
+                objects,
+                confidence=p["object_confidence"],
+                classes_kept=classes,
+                min_box_px=p["object_min_box_px"],
+                max_box_fraction=p["object_max_box_fraction"],
+                model_path=p["object_model_path"],
+                names_path=p["object_names_path"],
+            )
+        except ValueError as e:
+            raise ValueError(f"object_backend {objects!r}: {e}") from e
+        log.info(f"objects: {objects} at most {p['object_rate_hz']} Hz, confidence {p['object_confidence']}")
+    if text != "none":
+        from m3_perception.text.ocr import make_reader
+
+        reader = make_reader(text, min_confidence=p["text_min_confidence"], max_side_px=p["text_max_side_px"])
+        log.info(f"text: {text} on keyframes every {p['text_interval_s']} s or on a view change")
+    return Seeing(detector, reader, settings)

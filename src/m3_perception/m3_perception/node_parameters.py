@@ -78,6 +78,43 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
     "face_send_crops": (True, ParameterDescriptor(description="attach a JPEG crop to embedded observations")),
     "face_recognition_model": ("", _str("dlib ResNet .dat path; empty: face_recognition_models' file")),
     "face_shape_predictor": ("", _str("dlib 5-point shape predictor .dat path; empty: packaged file")),
+    "object_backend": (
+        "none",  # off until memory stores objects (issue 23): nothing would use the half core it costs
+        _str(
+            "objects on m3/objects: 'yolov3_tiny' (COCO 80 classes, embedded), 'onnx' (your YOLO-family export "
+            "in object_model_path) or 'none' (off, nothing loaded)"
+        ),
+    ),
+    "object_model_path": ("", _str("onnx: the YOLO-family .onnx export (required); yolov3_tiny: leave empty")),
+    "object_names_path": ("", _str("onnx: class names, one per line (empty: class_K); yolov3_tiny: leave empty")),
+    "object_rate_hz": (
+        2.0,
+        _float("frames per second of stream time given to object detection and the text keyframe gate", 0.1, 60.0),
+    ),
+    "object_confidence": (0.25, _float("lowest detector confidence kept", 0.01, 0.99)),
+    "object_classes": (
+        [],
+        ParameterDescriptor(
+            description="class names kept (e.g. [cup, bottle]; Darknet's COCO names); empty: all", dynamic_typing=True
+        ),
+    ),
+    "object_min_box_px": (0, _int("boxes with a shorter side are ignored [px]", 0, 4096)),
+    "object_max_box_fraction": (1.0, _float("boxes larger than this fraction of the frame are ignored", 0.01, 1.0)),
+    "text_backend": (
+        "none",  # off until memory stores written text (issue 23)
+        _str("written text on m3/texts: 'rapidocr' (PP-OCRv6 small, embedded) or 'none' (off, nothing loaded)"),
+    ),
+    "text_interval_s": (5.0, _float("read text in a keyframe at least this often, stream time [s]", 0.1, 3600.0)),
+    "text_min_gap_s": (
+        1.0,
+        _float("a changed view is read again after this long at the soonest; <= text_interval_s [s]", 0.0, 3600.0),
+    ),
+    "text_change_threshold": (
+        0.08,
+        _float("view change (mean grey difference of a 32x24 thumbnail) that reads a keyframe early", 0.001, 1.0),
+    ),
+    "text_min_confidence": (0.8, _float("text lines read below this recogniser confidence are dropped", 0.0, 1.0)),
+    "text_max_side_px": (960, _int("frames with a longer side are downscaled before reading [px]", 64, 4096)),
     "vad_model": ("", _str("silero VAD ONNX path; empty: the silero-vad package's silero_vad.onnx")),
     "vad_threshold": (0.5, _float("speech probability that starts an utterance", 0.05, 0.99)),
     "min_utterance_s": (0.3, _float("shorter voiced bursts are dropped [s]", 0.0, 10.0)),

@@ -1,13 +1,13 @@
 """ROS 2 adapter of the perception logic: parameters, QoS, message conversions.
 
 Subscribes to a camera (sensor_msgs/Image or CompressedImage) and a microphone (AudioChunk),
-publishes FaceTracks, VoiceSegment, EntityMatch and latched IdentityList topics. The work is done
-by plain modules (engine, face_pipeline, voice_pipeline) on worker threads.
+publishes FaceTracks, VoiceSegment, EntityMatch, ObjectTracks, TextRegions and latched IdentityList
+topics. The work is done by plain modules (engine, seeing, face_pipeline, voice_pipeline) on worker
+threads.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 
@@ -28,16 +28,20 @@ from m3_interfaces.msg import (
     Identity,
     IdentityList,
     IdentityUpdate,
+    ObjectTracks,
+    TextRegions,
     VoiceSegment,
 )
-from m3_perception.assembly import build_pipelines
+from m3_perception.assembly import build_pipelines, build_seeing
 from m3_perception.camera_watch import CHECK_PERIOD_S, CameraWatch, other_transport
 from m3_perception.engine import EngineCallbacks, PerceptionEngine
 from m3_perception.face_voice_matcher import MatchCandidate
 from m3_perception.faces.pipeline import FaceObs
 from m3_perception.identity_clusters import IdentityState
+from m3_perception.messages import object_tracks, text_regions, to_sec, to_time
 from m3_perception.node_parameters import PARAMETERS
 from m3_perception.ros_conventions import PerceptionConventions
+from m3_perception.seeing import SeeingWorker, Seen
 from m3_perception.voices.pipeline import VoiceEvent
 from m3_perception.voices.revision import VoiceUpdate
 from m3_runtime.audio_codec import AudioDecodeError, AudioLimits, decode_chunk
@@ -49,18 +53,7 @@ from m3_runtime.stamps import StampGuard, StampRejected, header_ns
 NODE_NAME = "perception_node"
 WARN_THROTTLE_S = 5.0
 OUTPUT_DEPTH = 100  # history of the face / voice / match publishers (a few seconds at replay speed)
-
-
-def to_sec(stamp: Time) -> float:
-    return stamp.sec + stamp.nanosec * 1e-9
-
-
-def to_time(t: float) -> Time:
-    """Stream time as a Time; refused rather than wrapped when int32 seconds cannot hold it."""
-    sec = math.floor(t)
-    if not 0 <= sec < 2**31:
-        raise ValueError(f"stream time {t:.3f} s does not fit builtin_interfaces/Time")
-    return Time(sec=int(sec), nanosec=min(999_999_999, round((t - sec) * 1e9)))
+__all__ = ["NODE_NAME", "PARAMETERS", "PerceptionNode", "main", "to_sec", "to_time"]
 
 
 class PerceptionNode(ManagedNode):
@@ -70,6 +63,7 @@ class PerceptionNode(ManagedNode):
         super().__init__(NODE_NAME, **kwargs)
         declare_checked(self, PARAMETERS)  # a bad value or unknown name fails configure, never a traceback
         self.engine: PerceptionEngine | None = None
+        self.seeing: SeeingWorker | None = None  # objects and text; None when both are off
         self.bad_frames = 0
         self.bad_chunks = 0
         self.bad_stamps = 0
@@ -107,6 +101,7 @@ class PerceptionNode(ManagedNode):
         # audio_common input and REP-155 output (optional message packages), made in one place and
         # before the models load, so a package asked for but missing fails configure at once.
         self.conventions = PerceptionConventions(self, params, self.audio_limits, self.audio_qos, self._accept_audio)
+        seeing = build_seeing(params, self.get_logger())  # objects and text first: a bad value fails before any load
         faces, voices, matcher = build_pipelines(params, self.get_logger())  # loads models; a missing file fails here
 
         latched = QoSProfile(
@@ -121,6 +116,8 @@ class PerceptionNode(ManagedNode):
         self.pub_face_ids = self.lifecycle_publisher(IdentityList, "m3/identities/faces", latched)
         self.pub_voice_ids = self.lifecycle_publisher(IdentityList, "m3/identities/voices", latched)
         self.pub_voice_updates = self.lifecycle_publisher(IdentityUpdate, "m3/identities/voice_updates", outputs)
+        self.pub_objects = self.lifecycle_publisher(ObjectTracks, "m3/objects", outputs)
+        self.pub_texts = self.lifecycle_publisher(TextRegions, "m3/texts", outputs)
         # Stream time processed so far: `m3 play --keep-up` paces on it (as fast as perception keeps up).
         self.pub_progress = self.lifecycle_publisher(Clock, "m3/perception/processed_until", 10)
         self._progress_sent = float("-inf")
@@ -138,6 +135,9 @@ class PerceptionNode(ManagedNode):
             max_audio_backlog_s=g("max_audio_backlog_s").value,
             identities_period_s=g("identities_period_s").value,
         )
+        self._seeing_text = seeing.describe() if seeing is not None else "objects off, text off"
+        if seeing is not None:
+            self.seeing = SeeingWorker(seeing, self._on_seen, self._on_error)
 
     def go_live(self) -> None:
         g = self.get_parameter
@@ -163,7 +163,8 @@ class PerceptionNode(ManagedNode):
         self._camera_watch.start(time.monotonic())
         self.live(self.create_timer(CHECK_PERIOD_S, self._check_camera, clock=steady))
         self.get_logger().info(
-            f"perception ready: camera {image_topic} ({transport}), {self.conventions.describe(g('audio_topic').value)}"
+            f"perception ready: camera {image_topic} ({transport}), "
+            f"{self.conventions.describe(g('audio_topic').value)}; {self._seeing_text}"
         )
 
     def _check_camera(self) -> None:
@@ -199,36 +200,36 @@ class PerceptionNode(ManagedNode):
         return True
 
     def _on_image(self, msg: Image) -> None:
-        self._camera_watch.frame(time.monotonic())
-        stamp = to_sec(msg.header.stamp)
-        if not self._stamp_ok(msg.header.stamp, self.image_stamps, "camera frame"):
-            return
-        if not self.engine.frame_wanted(stamp):
-            return
-        try:
-            rgb = decode_raw(msg.encoding, msg.width, msg.height, msg.step, msg.data, self.max_image_pixels)
-        except ImageDecodeError as e:
-            self.engine.frame_discarded(stamp)
-            self._bad_frame(e)
-            return
-        self._image_frame = msg.header.frame_id
-        self.engine.submit_frame(stamp, rgb)
+        self._on_frame(
+            msg.header,
+            lambda: decode_raw(msg.encoding, msg.width, msg.height, msg.step, msg.data, self.max_image_pixels),
+        )
 
     def _on_compressed(self, msg: CompressedImage) -> None:
+        self._on_frame(msg.header, lambda: decode_compressed(msg.format, msg.data, self.max_image_pixels))
+
+    def _on_frame(self, header: Header, decode: Callable[[], np.ndarray]) -> None:
+        """Any camera frame: stamp check, the face and seeing rate limits, then decode once for both."""
         self._camera_watch.frame(time.monotonic())
-        stamp = to_sec(msg.header.stamp)
-        if not self._stamp_ok(msg.header.stamp, self.image_stamps, "camera frame"):
+        stamp = to_sec(header.stamp)
+        if not self._stamp_ok(header.stamp, self.image_stamps, "camera frame"):
             return
-        if not self.engine.frame_wanted(stamp):
+        faces = self.engine.frame_wanted(stamp)
+        seeing = self.seeing is not None and self.seeing.frame_wanted(stamp)
+        if not (faces or seeing):
             return
         try:
-            rgb = decode_compressed(msg.format, msg.data, self.max_image_pixels)
+            rgb = decode()
         except ImageDecodeError as e:
-            self.engine.frame_discarded(stamp)
+            if faces:
+                self.engine.frame_discarded(stamp)
             self._bad_frame(e)
             return
-        self._image_frame = msg.header.frame_id
-        self.engine.submit_frame(stamp, rgb)
+        self._image_frame = header.frame_id
+        if faces:
+            self.engine.submit_frame(stamp, rgb)
+        if seeing:
+            self.seeing.submit(stamp, rgb)
 
     def _on_audio(self, msg: AudioChunk) -> None:
         self._accept_audio(
@@ -349,6 +350,12 @@ class PerceptionNode(ManagedNode):
         said += [f"utterance {seg}: {before or 'nobody'} -> {now or 'nobody'}" for seg, before, now in u.corrections]
         self.get_logger().info(f"voices revised at {u.stamp:.1f} s: {'; '.join(said)}")
 
+    def _on_seen(self, seen: Seen) -> None:
+        if seen.objects is not None:
+            self.pub_objects.publish(object_tracks(seen, self._image_frame))
+        if seen.texts is not None:
+            self.pub_texts.publish(text_regions(seen, self._image_frame))
+
     def _on_error(self, what: str, e: Exception) -> None:
         self.get_logger().warning(f"{what}: {type(e).__name__}: {e}", throttle_duration_sec=WARN_THROTTLE_S)
 
@@ -357,13 +364,26 @@ class PerceptionNode(ManagedNode):
         if self.engine is None:
             return
         self.engine.close()
+        if self.seeing is not None:
+            self.seeing.close()
         s = self.engine.stats
         self.get_logger().info(
             f"frames received {s.frames_received}, processed {s.frames_processed}, dropped {s.frames_dropped}, "
             f"bad {self.bad_frames}; audio chunks {s.audio_chunks}, bad {self.bad_chunks}, utterances {s.utterances}; "
-            f"bad stamps {self.bad_stamps}"
+            f"bad stamps {self.bad_stamps}; {self.seeing_summary()}"
         )
-        self.engine = None
+        self.engine = self.seeing = None
+
+    def seeing_summary(self) -> str:
+        """Objects and text counts for the log (what was looked at, dropped, found, and what it cost)."""
+        if self.seeing is None:
+            return "objects and text off"
+        t = self.seeing.stats
+        ms = [f"{sum(v) / len(v):.0f} ms" if v else "-" for v in (t.object_ms, t.text_ms)]
+        return (
+            f"seeing frames {t.frames_processed}, dropped {t.frames_dropped}; object sightings {t.object_sightings} "
+            f"(mean {ms[0]}/frame); text keyframes {t.text_keyframes}, regions {t.text_sightings} (mean {ms[1]}/read)"
+        )
 
 
 def main(args: list[str] | None = None) -> None:

@@ -28,7 +28,13 @@ from m3_runtime.node_shutdown import spinning
 
 pytestmark = pytest.mark.reliability
 WARNING = "no camera frame on"
-LIGHT = [Parameter("asr_backend", value="none"), Parameter("turn_split", value=False)]  # no speech models
+# No speech models; objects and text off too (not what is tested here, and they cost CPU).
+LIGHT = [
+    Parameter("asr_backend", value="none"),
+    Parameter("turn_split", value=False),
+    Parameter("object_backend", value="none"),
+    Parameter("text_backend", value="none"),
+]
 
 
 class Camera(Node):

@@ -25,6 +25,11 @@ from m3_runtime.managed_node import bring_up
 from m3_runtime.node_shutdown import spinning
 
 T0 = 1000.0  # stream time of the episode start [s]
+# Objects and text are tested in test_seeing_node_dds; off here, where their CPU would only delay faces.
+SEEING_OFF = [
+    rclpy.parameter.Parameter("object_backend", value="none"),
+    rclpy.parameter.Parameter("text_backend", value="none"),
+]
 SCENE_S = 4.0
 SLT_1 = "the red folder is on the kitchen table"
 KAL_1 = "my name is bob and i like green tea"
@@ -93,7 +98,9 @@ def ros():
 def episode(ros):
     """Run the compressed-image episode once; tests assert on what was recorded."""
     node = bring_up(
-        PerceptionNode(parameter_overrides=[rclpy.parameter.Parameter("image_transport", value="compressed")])
+        PerceptionNode(
+            parameter_overrides=[*SEEING_OFF, rclpy.parameter.Parameter("image_transport", value="compressed")]
+        )
     )
     io = Recorder()
     with spinning(node, io):  # stopped, and the nodes destroyed, after the module
@@ -245,6 +252,7 @@ def test_identity_lists_latched(episode, ros) -> None:
 def test_raw_images_and_missing_model(ros, tmp_path) -> None:
     """A second node on raw Image (remapped topics), plus a bad encoding; then a missing model."""
     node = PerceptionNode(
+        parameter_overrides=SEEING_OFF,
         cli_args=[
             "--ros-args",
             "-r",
@@ -314,6 +322,7 @@ def test_sensor_reliability_sets_the_camera_and_microphone_qos(episode, ros) -> 
     reliable = PerceptionNode(
         cli_args=["--ros-args", "-r", "__node:=perception_reliable", "-r", "/audio:=/reliable/audio"],
         parameter_overrides=[
+            *SEEING_OFF,
             rclpy.parameter.Parameter("sensor_reliability", value="reliable"),
             rclpy.parameter.Parameter("image_topic", value="/reliable/camera/image_raw"),
         ],

@@ -49,6 +49,8 @@ def coerce_value(name: str, value: Any, default: Any) -> Any:
         return float(value)
     if isinstance(default, (list, tuple)) and isinstance(value, (list, tuple)):
         return value
+    if isinstance(default, (list, tuple)) and value is None:
+        return type(default)()  # rcl's params-file parser reads an empty list (`name: []`) as not set
     if _kind(value) != _kind(default):
         kind = _kind(default)
         article = "an" if kind[0] in "aeiou" else "a"
