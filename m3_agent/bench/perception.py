@@ -189,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import yaml
 
+    from m3_agent.bench.seeing import seeing_figures
     from m3_perception.assembly import build_pipelines
     from m3_perception.material.metrics import normalize_text, pairwise_f1, wer
     from m3_perception.perception_node import PARAMETERS
@@ -225,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     wall, face_results, events, busy = run_engine(faces, voices, frames, audio)
+    print("seeing: objects and notes on real photos ...", file=sys.stderr)
+    seeing = seeing_figures(params)
     face_truth, face_pred, missed, false_pos, pending = [], [], 0, 0, 0
     for (stamp, _, rects), (done_stamp, obs) in zip(frames, face_results, strict=True):
         assert done_stamp == stamp, "frames must come back in order, none dropped"
@@ -287,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         "asr_wer_all": corpus_wer(None),
         "asr_wer_by_voice": {v: corpus_wer(v) for v in sorted(set(voice_truth))},
         **real,
+        **seeing,  # objects: precision/recall on labelled package photos; ocr: CER of notes pasted on photos
         "conversations": conversations,  # per variant: der, der_no_collar, voice_ids_per_speaker, ... per seed
     }
     print(json.dumps(result))

@@ -33,6 +33,9 @@ def test_bench_prints_json_figures(capsys) -> None:
     assert fig["der_real_overlap"] == fig["conversations"]["overlap"]["der"] and 0.0 <= fig["der_real_call"] <= 1.0
     overlap = fig["conversations"]["overlap"]["seeds"]["3"]
     assert overlap["overlap_share"] == pytest.approx(0.1, abs=0.005) and overlap["speakers"] == 5
+    # seeing: the embedded detector on the labelled photos, the text reader on the pasted notes
+    assert fig["objects"]["tp"] >= 4 and 0.0 < fig["objects"]["precision"] <= 1.0 and fig["objects"]["recall"] > 0.5
+    assert fig["ocr"]["cer_max"] <= 0.05 and len(fig["ocr"]["notes"]) == 7
     call = fig["conversations"]["call"]["seeds"]["3"]
     assert call["speakers"] == 2 and call["backchannels"] == 4 and call["overlap_share"] > 0.05
 

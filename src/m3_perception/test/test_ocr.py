@@ -14,33 +14,14 @@ import time
 import numpy as np
 import pytest
 
-from m3_perception.material.text_scenes import Note, page_photo, photo, read_in_box, render_scene
+from m3_perception.material.text_scenes import NOTE_SCENES, Note, page_photo, photo, read_in_box, render_scene
 from m3_perception.model_files import ModelFileMissing
 from m3_perception.text import rapidocr_reader
 from m3_perception.text.cer import cer, levenshtein, normalize_whitespace, similarity
 from m3_perception.text.ocr import NoTextReader, TextLine, TextReader, make_reader, reading_scale
 from m3_perception.text.regions import KeyframeGate, TextRegionTracker, overlap, thumbnail
 
-# (photo, notes): notes and signs a robot meets, in several colours, sizes and fonts.
-SCENES = [
-    ("coffee", [Note(("Meeting at 3 pm", "Room 204, bring keys"), 30, 40, 24, 7.0)]),
-    (
-        "chelsea",
-        [
-            Note(("CAUTION",), 380, 60, 40, -6.0, paper=(245, 200, 40), ink=(10, 10, 10), font="DejaVuSans-Bold.ttf"),
-            Note(("Feed the cat at 6",), 40, 360, 22, 5.0),
-        ],
-    ),
-    ("astronaut", [Note(("Dr. Alice Chen", "Office 12"), 400, 300, 22, -8.0, font="DejaVuSerif.ttf")]),
-    (
-        "hopper",
-        [
-            Note(("KITCHEN",), 220, 20, 36, 5.0, paper=(30, 90, 160), ink=(255, 255, 255)),
-            Note(("Milk, eggs, bread",), 60, 380, 20, -7.0),
-        ],
-    ),
-    ("rocket", [Note(("Exit",), 500, 30, 30, 6.0, paper=(30, 140, 60), ink=(255, 255, 255))]),
-]
+SCENES = NOTE_SCENES
 
 
 @pytest.fixture(scope="module")

@@ -44,6 +44,28 @@ class Scene:
     boxes: list[tuple[int, int, int, int]] = field(default_factory=list)
 
 
+# (photo, notes): notes and signs a robot meets, in several colours, sizes and fonts.
+NOTE_SCENES = [
+    ("coffee", [Note(("Meeting at 3 pm", "Room 204, bring keys"), 30, 40, 24, 7.0)]),
+    (
+        "chelsea",
+        [
+            Note(("CAUTION",), 380, 60, 40, -6.0, paper=(245, 200, 40), ink=(10, 10, 10), font="DejaVuSans-Bold.ttf"),
+            Note(("Feed the cat at 6",), 40, 360, 22, 5.0),
+        ],
+    ),
+    ("astronaut", [Note(("Dr. Alice Chen", "Office 12"), 400, 300, 22, -8.0, font="DejaVuSerif.ttf")]),
+    (
+        "hopper",
+        [
+            Note(("KITCHEN",), 220, 20, 36, 5.0, paper=(30, 90, 160), ink=(255, 255, 255)),
+            Note(("Milk, eggs, bread",), 60, 380, 20, -7.0),
+        ],
+    ),
+    ("rocket", [Note(("Exit",), 500, 30, 30, 6.0, paper=(30, 140, 60), ink=(255, 255, 255))]),
+]
+
+
 def font_path(name: str = "DejaVuSans.ttf") -> Path:
     """A font shipped with matplotlib (always installed with it, unlike system fonts)."""
     import matplotlib
