@@ -263,3 +263,46 @@ def test_a_signal_during_executor_construction_waits_until_it_is_built():
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "stopped after building", (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr, done.stderr
+
+
+@pytest.mark.reliability
+def test_a_signal_while_configuring_that_a_library_turns_into_an_error_is_a_stop():
+    """pybind11 turns a KeyboardInterrupt raised while it imports a module into ImportError("initialization
+    failed"); a perception_node stopped so as its models loaded exited 2 "cannot configure" (1 of 200
+    stops in CI). An error after the stop signal is the stop: exit 0."""
+    program = (
+        "import os, signal, sys\n"
+        "from m3_runtime.managed_node import ManagedNode, run_node\n"
+        "class Loading(ManagedNode):\n"
+        "    def __init__(self):\n"
+        "        super().__init__('loading')\n"
+        "        self.declare_parameter('autostart', True)\n"
+        "    def configure(self):\n"
+        "        try:\n"
+        "            os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        except KeyboardInterrupt:\n"
+        "            pass\n"
+        "        raise ImportError('initialization failed')\n"
+        "sys.exit(run_node(Loading, 'loading', None))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "cannot start" not in done.stderr, done.stderr
+
+
+@pytest.mark.reliability
+def test_a_configure_error_without_a_signal_still_fails_the_start():
+    program = (
+        "import sys\n"
+        "from m3_runtime.managed_node import ManagedNode, run_node\n"
+        "class Broken(ManagedNode):\n"
+        "    def __init__(self):\n"
+        "        super().__init__('broken')\n"
+        "        self.declare_parameter('autostart', True)\n"
+        "    def configure(self):\n"
+        "        raise ImportError('a real missing package')\n"
+        "sys.exit(run_node(Broken, 'broken', None))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "broken: error: cannot start: a real missing package" in done.stderr, done.stderr

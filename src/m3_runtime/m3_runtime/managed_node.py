@@ -29,7 +29,13 @@ from rclpy.signals import SignalHandlerOptions
 from rclpy.subscription import Subscription
 from rclpy.timer import Timer
 
-from m3_runtime.node_shutdown import spin_until_stopped, stop_executor, stop_signals_deferred, stop_signals_held
+from m3_runtime.node_shutdown import (
+    StopSignals,
+    spin_until_stopped,
+    stop_executor,
+    stop_signals_deferred,
+    stop_signals_held,
+)
 from m3_runtime.parameter_checks import raise_parameter_problems
 
 SUCCESS = TransitionCallbackReturn.SUCCESS
@@ -217,9 +223,10 @@ def run_node(make: Callable[[], ManagedNode], name: str, args: list[str] | None,
     executor: MultiThreadedExecutor | None = None
     try:
         try:
-            node = make()
-            if autostarts(node):
-                bring_up(node)
+            with StopSignals():  # an error once a stop came is the stop's (an import cut short by it)
+                node = make()
+                if autostarts(node):
+                    bring_up(node)
         except Exception as error:  # noqa: BLE001 - any reason it cannot start is one line, not a traceback
             print(f"{name}: error: cannot start: {error}", file=sys.stderr)
             return 2
