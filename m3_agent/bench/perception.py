@@ -16,6 +16,10 @@ the conversational variants of bench_conversations (zero gap, overlap, backchann
 a two-person dialogue and call: `der_real_<variant>`, details in `conversations`), over `--seeds`.
 Every WER compares `metrics.normalize_text` of both sides.
 
+Seeing (seeing.py; `objects`, `ocr`): the embedded detector and text reader on real photos; and
+`with_seeing`: the episode again with objects and text on beside faces and voices, its realtime factor
+and how many of the frames seeing wanted it processed (everything_on).
+
     python -m m3_agent.bench.perception --conversations-only --seeds 1,2,3   # the conversations alone
 """
 
@@ -96,11 +100,12 @@ def _label(box: tuple[float, float, float, float], rects: list) -> str | None:
     return None
 
 
-def run_engine(faces, voices, frames: list, audio: np.ndarray) -> tuple[float, list, list, dict]:
+def run_engine(faces, voices, frames: list, audio: np.ndarray, seeing=None) -> tuple[float, list, list, dict]:
     """Run the node's PerceptionEngine (faces and voices on their own worker threads, as in the node)
     losslessly: each frame is handed over once the face worker took the previous one, the audio all at
     once (no backlog limit). Returns (wall seconds until idle, [(stamp, faces)] per frame, voice events,
-    each worker's busy seconds)."""
+    each worker's busy seconds). seeing: a SeeingWorker given the same frames as the node gives it (its
+    stream-time rate, one frame slot): it competes for the cores, and drops what it cannot keep up with."""
     from m3_perception.engine import EngineCallbacks, PerceptionEngine
     from m3_perception.face_voice_matcher import FaceVoiceMatcher
 
@@ -126,6 +131,8 @@ def run_engine(faces, voices, frames: list, audio: np.ndarray) -> tuple[float, l
             while engine.frame_pending():
                 time.sleep(0.0005)
             engine.submit_frame(stamp, img)
+            if seeing is not None and seeing.frame_wanted(stamp):
+                seeing.submit(stamp, img)
         while not engine.idle():
             time.sleep(0.001)
         wall = time.perf_counter() - t0
@@ -135,6 +142,47 @@ def run_engine(faces, voices, frames: list, audio: np.ndarray) -> tuple[float, l
         raise RuntimeError("perception failed during the bench: " + "; ".join(errors[:3]))
     busy = {"faces": sum(engine.stats.face_ms) / 1000, "voices": sum(engine.stats.voice_ms) / 1000}
     return wall, face_results, events, busy
+
+
+def everything_on(params: dict, frames: list, audio: np.ndarray) -> dict:
+    """The realtime factor with seeing on beside faces and voices (fresh pipelines, the node's other
+    settings), and how much of what seeing wanted it processed (the rest it dropped, as the node does)."""
+    from m3_perception.assembly import build_pipelines, build_seeing
+    from m3_perception.seeing import SeeingWorker
+
+    on = dict(params)
+    on["object_backend"] = params["object_backend"] if params["object_backend"] != "none" else "yolov3_tiny"
+    on["text_backend"] = params["text_backend"] if params["text_backend"] != "none" else "rapidocr"
+    faces, voices, _ = build_pipelines(on)
+    errors: list[str] = []
+    worker = SeeingWorker(build_seeing(on), lambda _seen: None, lambda what, e: errors.append(f"{what}: {e!r}"))
+    try:
+        started = time.perf_counter()
+        wall, _, _, _ = run_engine(faces, voices, frames, audio, seeing=worker)
+        while not worker.idle():
+            time.sleep(0.01)
+        seeing_wall = time.perf_counter() - started
+    finally:
+        worker.close()
+    if errors:
+        raise RuntimeError("seeing failed during the bench: " + "; ".join(errors[:3]))
+    stats = worker.stats
+    wanted = stats.frames_processed + stats.frames_dropped
+    return {
+        "realtime_factor": round(len(audio) / 16000 / wall, 3),  # faces and voices, seeing competing
+        "object_backend": on["object_backend"],
+        "text_backend": on["text_backend"],
+        "frames_wanted": wanted,  # frames at object_rate_hz of stream time
+        "frames_processed": stats.frames_processed,
+        "frames_dropped": stats.frames_dropped,  # replaced while the worker was busy
+        # frames seeing got through per wall second, against the object_rate_hz it is asked for in stream
+        # time: below it, seeing would drop frames even on a stream played at 1x
+        "processed_per_wall_s": round(stats.frames_processed / seeing_wall, 2),
+        "rate_hz": on["object_rate_hz"],
+        "text_keyframes": stats.text_keyframes,
+        "object_ms_p50": round(float(np.median(stats.object_ms)), 1) if stats.object_ms else None,
+        "text_ms_p50": round(float(np.median(stats.text_ms)), 1) if stats.text_ms else None,
+    }
 
 
 def real_asr_wer(asr) -> float | None:
@@ -228,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     wall, face_results, events, busy = run_engine(faces, voices, frames, audio)
     print("seeing: objects and notes on real photos ...", file=sys.stderr)
     seeing = seeing_figures(params)
+    print("the episode again with objects and text on ...", file=sys.stderr)
+    seeing["with_seeing"] = everything_on(params, frames, audio)
     face_truth, face_pred, missed, false_pos, pending = [], [], 0, 0, 0
     for (stamp, _, rects), (done_stamp, obs) in zip(frames, face_results, strict=True):
         assert done_stamp == stamp, "frames must come back in order, none dropped"

@@ -36,6 +36,11 @@ def test_bench_prints_json_figures(capsys) -> None:
     # seeing: the embedded detector on the labelled photos, the text reader on the pasted notes
     assert fig["objects"]["tp"] >= 4 and 0.0 < fig["objects"]["precision"] <= 1.0 and fig["objects"]["recall"] > 0.5
     assert fig["ocr"]["cer_max"] <= 0.05 and len(fig["ocr"]["notes"]) == 7
+    # the episode again with objects and text on: the realtime factor, and what seeing got through
+    on = fig["with_seeing"]
+    assert on["object_backend"] == "yolov3_tiny" and on["text_backend"] == "rapidocr" and on["realtime_factor"] > 0
+    assert on["frames_processed"] >= 1 and on["frames_processed"] + on["frames_dropped"] == on["frames_wanted"]
+    assert on["text_keyframes"] >= 1 and on["object_ms_p50"] > 0 and on["processed_per_wall_s"] > 0
     call = fig["conversations"]["call"]["seeds"]["3"]
     assert call["speakers"] == 2 and call["backchannels"] == 4 and call["overlap_share"] > 0.05
 
