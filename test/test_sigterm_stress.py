@@ -265,11 +265,8 @@ def test_a_signal_during_executor_construction_waits_until_it_is_built():
     assert "Traceback" not in done.stderr, done.stderr
 
 
-@pytest.mark.reliability
-def test_a_signal_while_configuring_that_a_library_turns_into_an_error_is_a_stop():
-    """pybind11 turns a KeyboardInterrupt raised while it imports a module into ImportError("initialization
-    failed"); a perception_node stopped so as its models loaded exited 2 "cannot configure" (1 of 200
-    stops in CI). An error after the stop signal is the stop: exit 0."""
+def _run_node_whose_configure(body: str) -> subprocess.CompletedProcess:
+    """A ManagedNode 'loading' brought up by run_node in a process of its own; `body`: its configure()."""
     program = (
         "import os, signal, sys\n"
         "from m3_runtime.managed_node import ManagedNode, run_node\n"
@@ -278,31 +275,30 @@ def test_a_signal_while_configuring_that_a_library_turns_into_an_error_is_a_stop
         "        super().__init__('loading')\n"
         "        self.declare_parameter('autostart', True)\n"
         "    def configure(self):\n"
-        "        try:\n"
-        "            os.kill(os.getpid(), signal.SIGTERM)\n"
-        "        except KeyboardInterrupt:\n"
-        "            pass\n"
-        "        raise ImportError('initialization failed')\n"
-        "sys.exit(run_node(Loading, 'loading', None))\n"
+        + "".join(f"        {line}\n" for line in body.splitlines())
+        + "sys.exit(run_node(Loading, 'loading', None))\n"
     )
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.reliability
+def test_a_signal_while_configuring_that_a_library_turns_into_an_error_is_a_stop():
+    """pybind11 turns a KeyboardInterrupt raised while it imports a module into ImportError("initialization
+    failed"); a perception_node stopped so as its models loaded exited 2 "cannot configure" (1 of 200
+    stops in CI). An error after the stop signal is the stop: exit 0."""
+    done = _run_node_whose_configure(
+        "try:\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "except KeyboardInterrupt:\n"
+        "    pass\n"
+        "raise ImportError('initialization failed')"
+    )
     assert done.returncode == 0, done.stderr
     assert "cannot start" not in done.stderr, done.stderr
 
 
 @pytest.mark.reliability
 def test_a_configure_error_without_a_signal_still_fails_the_start():
-    program = (
-        "import sys\n"
-        "from m3_runtime.managed_node import ManagedNode, run_node\n"
-        "class Broken(ManagedNode):\n"
-        "    def __init__(self):\n"
-        "        super().__init__('broken')\n"
-        "        self.declare_parameter('autostart', True)\n"
-        "    def configure(self):\n"
-        "        raise ImportError('a real missing package')\n"
-        "sys.exit(run_node(Broken, 'broken', None))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    done = _run_node_whose_configure("raise ImportError('a real missing package')")
     assert done.returncode == 2, done.stderr
-    assert "broken: error: cannot start: a real missing package" in done.stderr, done.stderr
+    assert "loading: error: cannot start: a real missing package" in done.stderr, done.stderr

@@ -54,15 +54,15 @@ class CamPlusEncoder:
         self.runtime = runtime
         self.path = require_file(weights, "CAM++ speaker") if str(weights) else model_file("campplus")
         self._torch = torch
-        self._model = load_campplus(self.path, embedding_size=DIM)
-        self._session = None
+        self._model = self._session = None
         if threads > 0:  # also on onnxruntime: torch's other users here (segmentation) keep to it, as before
             torch.set_num_threads(threads)
-        if runtime == "onnxruntime":
+        if runtime == "onnxruntime":  # the torch network is loaded only to export it, on the first start
             from m3_perception.voices.campplus_onnx import load_session
 
-            self._session = load_session(self.path, self._model, threads)
-            self._model = None  # the torch network is not needed any more
+            self._session = load_session(self.path, lambda: load_campplus(self.path, embedding_size=DIM), threads)
+        else:
+            self._model = load_campplus(self.path, embedding_size=DIM)
         # The runtime picks its convolution kernels on the first call (~0.3 s): at load, not on an utterance.
         self.encode(np.random.default_rng(0).normal(0.0, 0.01, RATE).astype(np.float32))
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +35,15 @@ def onnx_path(weights: Path) -> Path:
     return models_dir() / EXPORT_DIR / f"{weights.stem}.{sha256_file(weights)[:16]}.onnx"
 
 
-def exported(weights: Path, torch_model: Any) -> Path:
-    """The ONNX file of `torch_model` (loaded from `weights`), exported and checked on first use."""
+def exported(weights: Path, load_torch: Callable[[], Any]) -> Path:
+    """The ONNX file of the network in `weights`, exported and checked on first use (only then is the
+    torch network loaded, by `load_torch`)."""
     path = onnx_path(weights)
     if path.is_file():
         return path
     import torch
+
+    torch_model = load_torch()
 
     path.parent.mkdir(parents=True, exist_ok=True)
     handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
@@ -75,16 +79,16 @@ def exported(weights: Path, torch_model: Any) -> Path:
     return path
 
 
-def load_session(weights: Path, torch_model: Any, threads: int) -> Any:
+def load_session(weights: Path, load_torch: Callable[[], Any], threads: int) -> Any:
     """A session on the export of these weights; a cached export onnxruntime cannot load (truncated,
     corrupt) is made again once, from the weights."""
-    path = exported(weights, torch_model)
+    path = exported(weights, load_torch)
     try:
         return session(path, threads)
     except Exception:  # noqa: BLE001 - onnxruntime's errors derive from Exception only: rebuild the file
         path.unlink(missing_ok=True)
     try:
-        return session(exported(weights, torch_model), threads)
+        return session(exported(weights, load_torch), threads)
     except CamPlusExportFailed:
         raise
     except Exception as e:  # as above: a fresh export that does not load is one clear error
