@@ -188,12 +188,14 @@ def autostarts(node: ManagedNode) -> bool:
     return bool(node.get_parameter("autostart").value)
 
 
-def bring_up(node: ManagedNode) -> ManagedNode:
-    """configure then activate, as `m3 run` and the launch file do; raises why when it does not get there."""
+def bring_up(node: ManagedNode, before_activate: Callable[[], None] = lambda: None) -> ManagedNode:
+    """configure then activate, as `m3 run` and the launch file do; raises why when it does not get there.
+    before_activate: run between the two (run_node's StopSignals.check: a stop during configure ends it there)."""
     if node.trigger_configure() != SUCCESS:
         if node.configure_error is not None:
             raise node.configure_error
         raise ConfigureFailed(f"{node.get_name()}: configure failed")
+    before_activate()
     if node.trigger_activate() != SUCCESS:
         raise ConfigureFailed(f"{node.get_name()}: activate failed: {node.configure_error}")
     return node
@@ -223,10 +225,13 @@ def run_node(make: Callable[[], ManagedNode], name: str, args: list[str] | None,
     executor: MultiThreadedExecutor | None = None
     try:
         try:
-            with StopSignals():  # an error once a stop came is the stop's (an import cut short by it)
+            with StopSignals() as stop:  # an error once a stop came is the stop's (an import cut short by it)
+                # A library may swallow the interrupt and go on (a bare except around an import that prints
+                # the traceback): the stop still holds (seen in CI: a perception_node went active and hung).
                 node = make()
+                stop.check()
                 if autostarts(node):
-                    bring_up(node)
+                    bring_up(node, before_activate=stop.check)
         except Exception as error:  # noqa: BLE001 - any reason it cannot start is one line, not a traceback
             print(f"{name}: error: cannot start: {error}", file=sys.stderr)
             return 2
