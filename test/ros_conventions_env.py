@@ -1,5 +1,6 @@
-"""The test-fixture interface packages (test/fixtures/interfaces: audio_common_msgs, hri_msgs) built
-with colcon into a cache keyed by their content, and the environment that makes them importable.
+"""The test-fixture interface packages (test/fixtures/interfaces: audio_common_msgs, hri_msgs,
+vision_msgs) built with colcon into a cache keyed by their content, and the environment that makes them
+importable.
 
 Why a separate prefix under ~/.cache/m3-agent and not install/: they stand in for third-party
 packages a user installs; the project never ships or builds them. Why subprocesses: the generated
@@ -19,7 +20,7 @@ import time
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "interfaces"
-PACKAGES = ("audio_common_msgs", "hri_msgs")
+PACKAGES = ("audio_common_msgs", "hri_msgs", "vision_msgs")
 
 
 def _cache_root() -> Path:
@@ -37,7 +38,7 @@ def _content_key() -> str:
 
 
 def build_fixture_interfaces() -> tuple[Path, float]:
-    """The install prefix holding both packages (merged install) and the seconds this call spent
+    """The install prefix holding the packages (merged install) and the seconds this call spent
     building (0.0 when cached). Concurrent callers wait on a lock; a failed build raises with the log."""
     root = _cache_root() / _content_key()
     prefix = root / "install"

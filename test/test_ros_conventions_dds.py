@@ -4,6 +4,7 @@
   ros_conventions_env): the perception and memory nodes in one `m3 run` process take an audio_common
   driver's AudioInfo + AudioDataStamped (48 kHz stereo: real LibriVox speech and a synthesised
   introduction) and publish REP-155's /humans/... topics, checked by a peer process;
+- with vision_msgs installed, the perception node's objects also come as Detection2DArray (issue 23);
 - without them (this process's environment, as shipped): asking for either is one clear error line,
   and by default the nodes run as before, with no /humans topics.
 
@@ -129,9 +130,40 @@ def test_hri_persons_latched_for_late_subscriber(interop) -> None:
     assert set(merged.values()) <= set(known) and set(merged) | set(known) == set(seen["late"]), (merged, known)
 
 
+def test_vision_msgs_detections_mirror_the_object_tracks(fixture_prefix: Path, tmp_path: Path) -> None:
+    """A real photograph's cat on m3/objects and, the same, as vision_msgs/Detection2DArray: id, class,
+    score, box centre and size in pixels, header (stamp and camera frame) of the image."""
+    out = tmp_path / "vision.json"
+    peer = subprocess.run(
+        [sys.executable, str(HERE / "vision_msgs_peer.py"), str(out)],
+        env=fixture_env(fixture_prefix),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert peer.returncode == 0 and out.exists(), peer.stderr[-3000:]
+    seen = json.loads(out.read_text())
+    tracks, detections = seen["tracks"], seen["detections"]
+    assert len(tracks) == len(detections) >= 2, (len(tracks), len(detections))
+    cats = 0
+    for (stamp, frame, objects), (d_stamp, d_frame, dets) in zip(tracks, detections, strict=True):
+        assert (d_stamp, d_frame) == (stamp, frame) and frame == "head_camera"
+        assert len(dets) == len(objects)
+        for (oid, label, conf, x, y, w, h), (did, cls, score, cx, cy, sx, sy, n, d_header) in zip(
+            objects, dets, strict=True
+        ):
+            assert (did, cls, n, d_header) == (oid, label, 1, stamp)
+            assert score == pytest.approx(conf, abs=1e-6)  # float32 in ObjectTrack, float64 here
+            assert (cx, cy, sx, sy) == pytest.approx((x + w / 2, y + h / 2, w, h), abs=1e-3)
+            cats += label == "cat"
+    assert cats >= 2, tracks
+    assert len({d[0] for _, _, dets in detections for d in dets if d[1] == "cat"}) == 1  # one stable id
+
+
 def test_without_packages_asking_for_them_is_one_clear_error(tmp_path: Path) -> None:
     for node, setting, package in (
         ("perception", "perception_node.audio_input=audio_common", "audio_common_msgs"),
+        ("perception", "perception_node.publish_vision_msgs=enabled", "vision_msgs"),
         ("memory", "memory_node.publish_hri=enabled", "hri_msgs"),
     ):
         result = m3("node", node, "--set", setting, "--set", f"memory_node.memory_dir={tmp_path}", "--exit-after", "5")

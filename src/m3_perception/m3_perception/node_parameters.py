@@ -48,6 +48,13 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
         "auto",
         _str("REP-155 /humans/... output: 'auto' (when hri_msgs is installed), 'enabled' (required) or 'disabled'"),
     ),
+    "publish_vision_msgs": (
+        "auto",
+        _str(
+            "objects also as vision_msgs/Detection2DArray on m3/objects/detections: 'auto' (when vision_msgs is "
+            "installed), 'enabled' (required) or 'disabled'"
+        ),
+    ),
     "hri_voice_window_s": (
         5.0,
         _float("REP-155: a voice stays in /humans/voices/tracked this long after it spoke [s]", 0.0, 3600.0),

@@ -352,7 +352,9 @@ class PerceptionNode(ManagedNode):
 
     def _on_seen(self, seen: Seen) -> None:
         if seen.objects is not None:
-            self.pub_objects.publish(object_tracks(seen, self._image_frame))
+            tracks = object_tracks(seen, self._image_frame)
+            self.pub_objects.publish(tracks)
+            self.conventions.objects(tracks)
         if seen.texts is not None:
             self.pub_texts.publish(text_regions(seen, self._image_frame))
 

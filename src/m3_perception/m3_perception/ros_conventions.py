@@ -1,6 +1,7 @@
 """The perception node's ROS-convention adapters, made in one place: audio_common microphone input
-(audio_input 'audio_common') and REP-155 identity output (publish_hri). Both message packages are
-optional (optional_interfaces); the conversion logic is in audio_common_input and hri_ids.
+(audio_input 'audio_common'), REP-155 identity output (publish_hri) and vision_msgs object detections
+(publish_vision_msgs). The message packages are optional (optional_interfaces); the conversion logic is
+in audio_common_input, hri_ids and detection_array here.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Header
 
+from m3_interfaces.msg import ObjectTracks
 from m3_perception.audio_common_input import AudioCommonStream, StreamFormat
 from m3_runtime.audio_codec import AudioLimits
 from m3_runtime.hri_ids import RecentVoices, valid_id
-from m3_runtime.optional_interfaces import hri_messages, import_messages
+from m3_runtime.optional_interfaces import hri_messages, import_messages, vision_messages
 
 AUDIO_INPUTS = ("m3", "audio_common")
+DETECTIONS_TOPIC = "m3/objects/detections"
 WARN_THROTTLE_S = 5.0
 # Latched state topics: a late subscriber gets the current list at once.
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
@@ -96,6 +99,35 @@ class HriPerceptionOutput:
             self.pub_matches.publish(m)
 
 
+def detection_array(tracks: ObjectTracks, messages: tuple[type, ...]):
+    """vision_msgs/Detection2DArray of an ObjectTracks: one Detection2D per object (id: its object id, bbox
+    centre and size in pixels, one hypothesis: label and confidence); the pose is left unset (unknown)."""
+    array_type, detection_type, hypothesis_type, _box_type = messages
+    out = array_type(header=tracks.header)
+    for o in tracks.objects:
+        detection = detection_type(header=tracks.header, id=o.object_id)
+        detection.bbox.center.position.x = float(o.x + o.width / 2)
+        detection.bbox.center.position.y = float(o.y + o.height / 2)
+        detection.bbox.size_x, detection.bbox.size_y = float(o.width), float(o.height)
+        result = hypothesis_type()
+        result.hypothesis.class_id, result.hypothesis.score = o.label, float(o.confidence)
+        detection.results.append(result)
+        out.detections.append(detection)
+    return out
+
+
+class VisionDetectionsOutput:
+    """m3/objects/detections (vision_msgs/Detection2DArray): what m3/objects carries, for the tools that
+    read vision_msgs (rviz plugins, trackers, nav stacks), without crops and first/last seen."""
+
+    def __init__(self, node: Node, messages: tuple[type, ...], qos: QoSProfile) -> None:
+        self.messages = messages
+        self.pub = node.lifecycle_publisher(messages[0], DETECTIONS_TOPIC, qos)
+
+    def objects(self, tracks: ObjectTracks) -> None:
+        self.pub.publish(detection_array(tracks, self.messages))
+
+
 class PerceptionConventions:
     """What the perception node adds for ROS conventions; every method is a no-op when its part is off."""
 
@@ -109,6 +141,9 @@ class PerceptionConventions:
             )
         messages = hri_messages(params["publish_hri"])
         self.hri = HriPerceptionOutput(node, messages, params["hri_voice_window_s"], 100) if messages else None
+        vision = vision_messages(params["publish_vision_msgs"])  # checked even with objects off: fails at once
+        on = vision is not None and params["object_backend"] != "none"
+        self.vision = VisionDetectionsOutput(node, vision, QoSProfile(depth=100)) if on else None
 
     def go_live(self) -> None:
         """The audio_common subscriptions, when that is the microphone input (on activate)."""
@@ -120,7 +155,8 @@ class PerceptionConventions:
         audio = f"audio (AudioChunk) {audio_topic}"
         if self.audio_common:
             audio = f"audio (audio_common) {self.audio_common.topic}, format from {self.audio_common.stream.info_topic}"
-        return f"{audio}, REP-155 output {'on' if self.hri else 'off'}"
+        vision = f", {DETECTIONS_TOPIC} (vision_msgs) on" if self.vision else ""
+        return f"{audio}, REP-155 output {'on' if self.hri else 'off'}{vision}"
 
     def faces(self, stamp: Time, face_ids: list[str]) -> None:
         if self.hri:
@@ -137,3 +173,7 @@ class PerceptionConventions:
     def match(self, face_id: str, voice_id: str, confidence: float) -> None:
         if self.hri:
             self.hri.match(face_id, voice_id, confidence)
+
+    def objects(self, tracks: ObjectTracks) -> None:
+        if self.vision:
+            self.vision.objects(tracks)

@@ -1,4 +1,4 @@
-"""Message packages the nodes use only where they are installed (audio_common_msgs, hri_msgs).
+"""Message packages the nodes use only where they are installed (audio_common_msgs, hri_msgs, vision_msgs).
 
 The project neither ships nor requires them: they are imported by name at start-up, and asking for a
 feature whose package is missing stops the node with one line naming the package.
@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import importlib
 
-HRI_MODES = ("auto", "enabled", "disabled")
+OPTIONAL_MODES = ("auto", "enabled", "disabled")  # an output's parameter: on when installed / required / off
+HRI_MODES = OPTIONAL_MODES
+VISION_MESSAGES = ("Detection2DArray", "Detection2D", "ObjectHypothesisWithPose", "BoundingBox2D")
 
 
 class MissingInterfaces(RuntimeError):
@@ -34,17 +36,27 @@ def import_messages(package: str, names: tuple[str, ...], wanted_by: str) -> tup
     return classes
 
 
-def hri_messages(mode: str) -> tuple[type, type] | None:
-    """(IdsList, IdsMatch) when REP-155 output is on, else None. 'auto': on when hri_msgs is importable;
-    'enabled': on, and MissingInterfaces when it is not; 'disabled': off."""
-    if mode not in HRI_MODES:
-        raise ValueError(f"publish_hri must be one of {list(HRI_MODES)}, got {mode!r}")
+def optional_messages(package: str, names: tuple[str, ...], mode: str, parameter: str) -> tuple[type, ...] | None:
+    """`package`'s message classes when the output that `parameter` (its mode) governs is on, else None.
+    'auto': on when the package is importable; 'enabled': on, and MissingInterfaces when it is not;
+    'disabled': off."""
+    if mode not in OPTIONAL_MODES:
+        raise ValueError(f"{parameter} must be one of {list(OPTIONAL_MODES)}, got {mode!r}")
     if mode == "disabled":
         return None
     try:
-        ids_list, ids_match = import_messages("hri_msgs", ("IdsList", "IdsMatch"), "publish_hri 'enabled'")
+        return import_messages(package, names, f"{parameter} 'enabled'")
     except MissingInterfaces:
         if mode == "enabled":
             raise
         return None
-    return ids_list, ids_match
+
+
+def hri_messages(mode: str) -> tuple[type, type] | None:
+    """(IdsList, IdsMatch) when REP-155 output is on (publish_hri), else None."""
+    return optional_messages("hri_msgs", ("IdsList", "IdsMatch"), mode, "publish_hri")  # type: ignore[return-value]
+
+
+def vision_messages(mode: str) -> tuple[type, ...] | None:
+    """vision_msgs' VISION_MESSAGES classes when the Detection2DArray output is on (publish_vision_msgs), else None."""
+    return optional_messages("vision_msgs", VISION_MESSAGES, mode, "publish_vision_msgs")
