@@ -24,7 +24,15 @@ on the stream clock, and when the stream has stopped for `clip_idle_close_s` (se
 
 from __future__ import annotations
 
-from m3_memory.graph.records import ClipEvidence, FaceEvidence, MatchEvidence, VoiceEvidence, VoiceRevision
+from m3_memory.graph.records import (
+    ClipEvidence,
+    FaceEvidence,
+    MatchEvidence,
+    ObjectEvidence,
+    TextEvidence,
+    VoiceEvidence,
+    VoiceRevision,
+)
 from m3_runtime.stamps import StampGuard
 
 NS = 1_000_000_000
@@ -63,7 +71,9 @@ class ClipWindows:
     def _window_of(self, stamp_ns: int) -> int:
         return max(0, (stamp_ns - self._origin) // self.clip_ns)
 
-    def add(self, item: FaceEvidence | VoiceEvidence | MatchEvidence) -> list[ClipEvidence]:
+    def add(
+        self, item: FaceEvidence | VoiceEvidence | MatchEvidence | ObjectEvidence | TextEvidence
+    ) -> list[ClipEvidence]:
         """Add evidence; returns the clips it closed (usually none, at most one). Raises StampRejected."""
         stamp = item.start_ns if isinstance(item, VoiceEvidence) else item.stamp_ns
         closed = self._admit(stamp, item.stamp_ns)
@@ -73,6 +83,10 @@ class ClipWindows:
             clip.faces.append(item)
         elif isinstance(item, VoiceEvidence):
             clip.voices.append(item)
+        elif isinstance(item, ObjectEvidence):
+            clip.objects.append(item)
+        elif isinstance(item, TextEvidence):
+            clip.texts.append(item)
         else:
             clip.matches.append(item)
         return closed

@@ -4,8 +4,16 @@ not hold together is refused whole here (ValueError), so the node never applies 
 
 from __future__ import annotations
 
-from m3_interfaces.msg import EntityMatch, FaceObservation, IdentityUpdate, VoiceSegment
-from m3_memory.graph.records import KIND_VOICE, FaceEvidence, MatchEvidence, VoiceEvidence, VoiceRevision
+from m3_interfaces.msg import EntityMatch, FaceObservation, IdentityUpdate, ObjectTrack, TextRegion, VoiceSegment
+from m3_memory.graph.records import (
+    KIND_VOICE,
+    FaceEvidence,
+    MatchEvidence,
+    ObjectEvidence,
+    TextEvidence,
+    VoiceEvidence,
+    VoiceRevision,
+)
 from m3_memory.graph.tags import kind_of
 from m3_memory.memory_msgs import to_ns
 
@@ -22,6 +30,18 @@ def face_evidence(face: FaceObservation, stamp_ns: int) -> FaceEvidence:
         bytes(face.crop_jpeg),
         float(face.quality),
     )
+
+
+def object_evidence(track: ObjectTrack, stamp_ns: int) -> ObjectEvidence:
+    """One object of an ObjectTracks message (stamped with the message's header; the crop is not kept)."""
+    box = (float(track.x), float(track.y), float(track.width), float(track.height))
+    return ObjectEvidence(track.object_id, track.label.strip(), float(track.confidence), box, stamp_ns)
+
+
+def text_evidence(region: TextRegion, stamp_ns: int) -> TextEvidence:
+    """One region of a TextRegions message (stamped with the message's header)."""
+    box = (float(region.x), float(region.y), float(region.width), float(region.height))
+    return TextEvidence(region.region_id, region.text.strip(), float(region.confidence), box, stamp_ns)
 
 
 def voice_evidence(msg: VoiceSegment) -> VoiceEvidence:

@@ -20,12 +20,27 @@ from rclpy.clock import Clock, ClockType
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rosgraph_msgs.msg import Clock as ClockMsg
 
-from m3_interfaces.msg import ClipMemory, EntityMatch, FaceTracks, IdentityUpdate, VoiceSegment
+from m3_interfaces.msg import (
+    ClipMemory,
+    EntityMatch,
+    FaceTracks,
+    IdentityUpdate,
+    ObjectTracks,
+    TextRegions,
+    VoiceSegment,
+)
 from m3_interfaces.srv import GetEntity, GetNames, GetStats, LocateEntity, SearchClip, SearchNode
 from m3_memory.assembly import clip_ingester, clip_windows, load_regions, make_memorizer, memory_location, open_memory
 from m3_memory.clip_window import ClipCloser, ClipWindows
 from m3_memory.errors import ModelMissingError, StoreError
-from m3_memory.evidence_msgs import face_evidence, match_evidence, voice_evidence, voice_revision
+from m3_memory.evidence_msgs import (
+    face_evidence,
+    match_evidence,
+    object_evidence,
+    text_evidence,
+    voice_evidence,
+    voice_revision,
+)
 from m3_memory.graph.records import ClipRecord
 from m3_memory.graph.tags import kind_of
 from m3_memory.hri_output import HriPersonsOutput
@@ -116,6 +131,8 @@ class MemoryNode(MemoryServicesMixin, ManagedNode):
         inputs = [(FaceTracks, "m3/faces", self._on_faces), (VoiceSegment, "m3/voices", self._on_voice)]
         inputs.append((EntityMatch, "m3/entity_matches", self._on_match))
         inputs.append((IdentityUpdate, "m3/identities/voice_updates", self._on_voice_update))
+        # what perception's seeing worker found (objects and written text; off there by default)
+        inputs += [(ObjectTracks, "m3/objects", self._on_objects), (TextRegions, "m3/texts", self._on_texts)]
         # perception's processed_until: the stream clock without use_sim_time (m3 run + m3 play, a live robot)
         inputs.append((ClockMsg, "m3/perception/processed_until", self._on_progress))
         for msg_type, topic, callback in inputs:
@@ -166,6 +183,18 @@ class MemoryNode(MemoryServicesMixin, ManagedNode):
                 continue  # not yet identified by perception
             if self._valid_id(face.face_id, ("face",)):
                 self._add(face_evidence(face, stamp))
+
+    def _on_objects(self, msg: ObjectTracks) -> None:
+        stamp = to_ns(msg.header.stamp)
+        for track in msg.objects:
+            if track.object_id and track.label.strip():
+                self._add(object_evidence(track, stamp))
+
+    def _on_texts(self, msg: TextRegions) -> None:
+        stamp = to_ns(msg.header.stamp)
+        for region in msg.regions:
+            if region.region_id and region.text.strip():
+                self._add(text_evidence(region, stamp))
 
     def _on_voice(self, msg: VoiceSegment) -> None:
         # No voice id: the speaker is uncertain; the line is kept and names nobody (name_mentions).

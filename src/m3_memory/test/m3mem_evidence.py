@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from m3_memory.graph.records import ClipEvidence, FaceEvidence, MatchEvidence, VoiceEvidence
+from m3_memory.graph.records import (
+    ClipEvidence,
+    FaceEvidence,
+    MatchEvidence,
+    ObjectEvidence,
+    TextEvidence,
+    VoiceEvidence,
+)
 
 S = 1_000_000_000
 
@@ -28,6 +35,17 @@ def match(id1: str, id2: str, t: float, confidence: float = 0.9, count: int = 3)
     return MatchEvidence(id1, id2, confidence, count, int(t * S), 2, 4)
 
 
-def clip(index: int, faces=(), voices=(), matches=(), seconds: float = 30.0) -> ClipEvidence:
+def seen(object_id: str, label: str, t: float, confidence: float = 0.7) -> ObjectEvidence:
+    return ObjectEvidence(object_id, label, confidence, (10.0, 20.0, 80.0, 60.0), int(t * S))
+
+
+def read(region_id: str, text: str, t: float, confidence: float = 0.95) -> TextEvidence:
+    return TextEvidence(region_id, text, confidence, (5.0, 300.0, 200.0, 30.0), int(t * S))
+
+
+def clip(index: int, faces=(), voices=(), matches=(), seconds: float = 30.0, objects=(), texts=()) -> ClipEvidence:
     start = int(index * seconds * S)
-    return ClipEvidence(index, start, start + int(seconds * S), list(faces), list(voices), list(matches))
+    return ClipEvidence(
+        index, start, start + int(seconds * S), list(faces), list(voices), list(matches),
+        objects=list(objects), texts=list(texts),
+    )  # fmt: skip

@@ -86,7 +86,7 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
     "face_recognition_model": ("", _str("dlib ResNet .dat path; empty: face_recognition_models' file")),
     "face_shape_predictor": ("", _str("dlib 5-point shape predictor .dat path; empty: packaged file")),
     "object_backend": (
-        "none",  # off until memory stores objects (issue 23): nothing would use the half core it costs
+        "none",  # off by default: about half a core, and memory keeps objects only as clip lines (issue 23)
         _str(
             "objects on m3/objects: 'yolov3_tiny' (COCO 80 classes, embedded), 'onnx' (your YOLO-family export "
             "in object_model_path) or 'none' (off, nothing loaded)"
@@ -112,7 +112,7 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
         _int("niceness added to the objects-and-text thread (Linux): it yields the CPU to faces and voices", 0, 19),
     ),
     "text_backend": (
-        "none",  # off until memory stores written text (issue 23)
+        "none",  # off by default, as objects (issue 23)
         _str("written text on m3/texts: 'rapidocr' (PP-OCRv6 small, embedded) or 'none' (off, nothing loaded)"),
     ),
     "text_interval_s": (5.0, _float("read text in a keyframe at least this often, stream time [s]", 0.1, 3600.0)),

@@ -89,6 +89,28 @@ class MatchEvidence:
 
 
 @dataclass
+class ObjectEvidence:
+    """One object in one camera image (ObjectTrack inside ObjectTracks); object_id is perception's track id."""
+
+    object_id: str
+    label: str
+    confidence: float
+    bbox: tuple[float, float, float, float]  # x, y, width, height [px]
+    stamp_ns: int
+
+
+@dataclass
+class TextEvidence:
+    """Written text read in one keyframe (TextRegion inside TextRegions); region_id is perception's id."""
+
+    region_id: str
+    text: str
+    confidence: float
+    bbox: tuple[float, float, float, float]  # x, y, width, height [px]
+    stamp_ns: int
+
+
+@dataclass
 class ClipEvidence:
     """Everything perception reported inside one clip window."""
 
@@ -105,9 +127,11 @@ class ClipEvidence:
     voice_merges: list[tuple[str, str]] = field(default_factory=list)
     # the robot's path through the clip (m3_memory.place.poses.PoseSample, stamp order); empty = no pose topic
     path: list = field(default_factory=list)
+    objects: list[ObjectEvidence] = field(default_factory=list)  # what perception's detector saw
+    texts: list[TextEvidence] = field(default_factory=list)  # written text perception read
 
     def is_empty(self) -> bool:
-        return not (self.faces or self.voices or self.matches)
+        return not (self.faces or self.voices or self.matches or self.objects or self.texts)
 
 
 @dataclass

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from m3_memory.graph.records import KIND_FACE, ClipEvidence
 from m3_memory.graph.tags import kind_of
 from m3_memory.memorize.name_mentions import UNCERTAIN, Turns
+from m3_memory.memorize.seen import describe_seen
 
 MODEL_ROLES = ("self", "addressed", "introduced")  # the model marks no absent names: the cue words do
 NS = 1_000_000_000
@@ -122,6 +123,7 @@ def describe(
     if spans:
         seen = ", ".join(f"<{e}> {_seconds(a - t0)}-{_seconds(b - t0)} s" for e, (a, b) in spans.items())
         lines.append(f"Seen: {seen}")
+    lines.extend(describe_seen(clip, ids, t0))  # objects and written text
     if voices:
         lines.append("Speech:")
     turns = Turns(group=dict(group), present=list(order))

@@ -1,6 +1,7 @@
 """The `rules` memorizer: deterministic episodic and semantic memories from perception evidence alone.
 
-Episodic: who was seen ("<face_1> is seen.") and who said what ("<voice_2> says: \"...\"").
+Episodic: who was seen ("<face_1> is seen."), who said what ("<voice_2> says: \"...\""), and the objects and
+written text seen (memorize.seen).
 Semantic: face↔voice equivalences from EntityMatch evidence, names read by name_roles' cue words
 (self, introduced, addressed; a `mentioned` name names nobody) and placed by the turns
 (name_mentions, the same placement the model memorizer uses), what an introduction says about its
@@ -25,6 +26,7 @@ from m3_memory.graph.tags import kind_of
 from m3_memory.memorize.clip_prompt import describe
 from m3_memory.memorize.name_mentions import cue_facts, cue_mentions, resolve_mentions
 from m3_memory.memorize.name_roles import find_mentions
+from m3_memory.memorize.seen import seen_drafts
 
 PRESENT_VERBS = frozenset(
     """like love hate prefer enjoy want need have live work drink eat own play keep go do read watch use drive take
@@ -128,6 +130,7 @@ class RulesMemorizer:
             span[1] = max(span[1], face.stamp_ns)
         for face_id, (start, end) in first_seen.items():
             out.drafts.append(MemoryDraft(KIND_EPISODIC, f"<{face_id}> is seen.", start, end))
+        out.drafts.extend(seen_drafts(clip, ids))  # objects and written text (memorize.seen)
 
         # equivalence evidence: strongest report per pair inside this clip
         pairs: dict[tuple[str, str], tuple[float, int]] = {}

@@ -1,0 +1,120 @@
+"""What the camera showed besides faces, as memories: objects perception's detector tracked and written
+text it read (issue 23). Both memorizers store these lines (the record of the evidence, as "<face_1> is
+seen."), and the model memorizer's clip text shows them (clip_prompt.describe).
+
+One episodic memory per object class seen in the clip ("A cup is seen with <face_2>.") and one per piece
+of text ('Written text is seen: "Dentist Tuesday 3 pm".'). People are the face pipeline's: the detector's
+"person" boxes give no memory. A face seen within NEAR_NS of an object's sightings is named with it, so
+"what was Bob holding?" finds the cup seen with Bob (who holds it is not told apart from who stands near).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from m3_memory.graph.records import KIND_EPISODIC, ClipEvidence, MemoryDraft
+
+NS = 1_000_000_000
+NEAR_NS = NS // 2  # a face seen this close to an object's sighting was in view with it
+PEOPLE_LABELS = frozenset({"person"})  # the face pipeline's: a detector's person box makes no memory
+
+
+@dataclass
+class SeenObject:
+    """One class of object seen in a clip: how many tracked objects, when, and the faces in view with it."""
+
+    label: str
+    object_ids: list[str] = field(default_factory=list)
+    first_ns: int = 0
+    last_ns: int = 0
+    stamps: list[int] = field(default_factory=list)
+    with_faces: list[str] = field(default_factory=list)  # memory ids, first seen first
+
+
+@dataclass
+class SeenText:
+    """One piece of written text read in a clip (regions with the same reading count once)."""
+
+    text: str
+    first_ns: int
+    last_ns: int
+    confidence: float
+
+
+def _article(label: str) -> str:
+    return "An" if label[:1].lower() in "aeiou" else "A"
+
+
+def seen_objects(clip: ClipEvidence, ids: dict[str, str]) -> list[SeenObject]:
+    """The clip's object classes (people's boxes left out), in the order first seen, with the faces (memory
+    ids) seen within NEAR_NS of one of their sightings."""
+    by_label: dict[str, SeenObject] = {}
+    for o in sorted(clip.objects, key=lambda o: (o.stamp_ns, o.object_id)):
+        label = " ".join(o.label.lower().split())
+        if not label or label in PEOPLE_LABELS:
+            continue
+        seen = by_label.setdefault(label, SeenObject(label, first_ns=o.stamp_ns, last_ns=o.stamp_ns))
+        if o.object_id not in seen.object_ids:
+            seen.object_ids.append(o.object_id)
+        seen.last_ns = max(seen.last_ns, o.stamp_ns)
+        seen.stamps.append(o.stamp_ns)
+    for face in sorted(clip.faces, key=lambda f: (f.stamp_ns, f.face_id)):
+        face_id = ids.get(face.face_id)
+        for seen in by_label.values():
+            near = any(abs(face.stamp_ns - t) <= NEAR_NS for t in seen.stamps)
+            if face_id and near and face_id not in seen.with_faces:
+                seen.with_faces.append(face_id)
+    return list(by_label.values())
+
+
+def seen_texts(clip: ClipEvidence) -> list[SeenText]:
+    """The clip's written text, each reading once (by region, then by the reading itself), first read first;
+    a region read several times keeps its most confident reading."""
+    by_region: dict[str, SeenText] = {}
+    for t in sorted(clip.texts, key=lambda t: (t.stamp_ns, t.region_id)):
+        text = " ".join(t.text.split())
+        if not text:
+            continue
+        old = by_region.get(t.region_id)
+        if old is None:
+            by_region[t.region_id] = SeenText(text, t.stamp_ns, t.stamp_ns, t.confidence)
+            continue
+        old.last_ns = t.stamp_ns
+        if t.confidence > old.confidence:
+            old.text, old.confidence = text, t.confidence
+    unique: dict[str, SeenText] = {}
+    for seen in by_region.values():
+        kept = unique.setdefault(seen.text.lower(), seen)
+        kept.last_ns = max(kept.last_ns, seen.last_ns)
+    return list(unique.values())
+
+
+def seen_drafts(clip: ClipEvidence, ids: dict[str, str]) -> list[MemoryDraft]:
+    """Episodic memories of the objects and written text the clip showed (module docstring)."""
+    drafts = []
+    for seen in seen_objects(clip, ids):
+        count = f" ({len(seen.object_ids)} of them)" if len(seen.object_ids) > 1 else ""
+        people = " with " + ", ".join(f"<{f}>" for f in seen.with_faces) if seen.with_faces else ""
+        text = f"{_article(seen.label)} {seen.label} is seen{people}{count}."
+        drafts.append(MemoryDraft(KIND_EPISODIC, text, seen.first_ns, seen.last_ns))
+    for seen in seen_texts(clip):
+        drafts.append(MemoryDraft(KIND_EPISODIC, f'Written text is seen: "{seen.text}"', seen.first_ns, seen.last_ns))
+    return drafts
+
+
+def describe_seen(clip: ClipEvidence, ids: dict[str, str], t0_ns: int) -> list[str]:
+    """Lines for a model's clip text: objects with when they were seen (seconds into the clip) and who was in
+    view, and the text read."""
+    lines = []
+    objects = seen_objects(clip, ids)
+    if objects:
+        parts = []
+        for seen in objects:
+            people = " with " + ", ".join(f"<{f}>" for f in seen.with_faces) if seen.with_faces else ""
+            when = f"{(seen.first_ns - t0_ns) / NS:.1f}-{(seen.last_ns - t0_ns) / NS:.1f} s"
+            parts.append(f"{seen.label} ({len(seen.object_ids)}) {when}{people}")
+        lines.append("Objects seen: " + "; ".join(parts))
+    texts = seen_texts(clip)
+    if texts:
+        lines.append("Written text seen: " + "; ".join(f'"{t.text}"' for t in texts))
+    return lines
