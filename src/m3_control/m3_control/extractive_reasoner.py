@@ -78,6 +78,7 @@ RELATED_GROUPS = (
     "pet dog cat bird hamster rabbit parrot animal",
     "exercise sport jog run swim gym yoga tennis football soccer",
     "birthday party celebrate",
+    "carry hold wear grab",  # having something in hand ("what was Bob carrying?" / "seen with a cup, holding it")
 )
 # Parameters of this back-end's searches (documented above; model back-ends keep the loop's).
 EXTRACTIVE_SEARCH = {"top_k": 3, "threshold": 0.3, "node_top_k": 30}

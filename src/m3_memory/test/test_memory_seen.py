@@ -36,8 +36,17 @@ def test_objects_grouped_by_class_people_left_to_faces_and_faces_in_view_named()
     ]
     assert (objects[0].first_ns, objects[0].last_ns) == (int(2.2 * S), 12 * S)
     assert [d.text for d in seen_drafts(evidence, IDS)] == [
-        "A cup is seen with <face_1> (2 of them).",
-        "An umbrella is seen with <face_2>.",
+        "<face_1> is seen with a cup (2 of them), holding them or near them.",
+        "<face_2> is seen with an umbrella, holding it or near it.",
+    ]
+
+
+def test_an_object_with_nobody_or_two_people_in_view():
+    evidence = clip(0, faces=[face("face_7", 5.0), face("face_8", 5.2)],
+                    objects=[seen("object_1", "apple", 1.0), seen("object_2", "laptop", 5.1)])  # fmt: skip
+    assert [d.text for d in seen_drafts(evidence, IDS)] == [
+        "An apple is seen.",
+        "<face_1> and <face_2> are seen with a laptop, holding it or near it.",
     ]
 
 
@@ -56,8 +65,8 @@ def test_text_once_per_reading_with_the_most_confident_reading_of_a_region():
         ("EXIT", 7 * S, 7 * S),
     ]
     assert [d.text for d in seen_drafts(evidence, {})] == [
-        'Written text is seen: "Dentist Tuesday 3 pm!"',
-        'Written text is seen: "EXIT"',
+        'A written note or sign says: "Dentist Tuesday 3 pm!"',
+        'A written note or sign says: "EXIT"',
     ]
 
 
@@ -71,7 +80,8 @@ def test_both_memorizers_store_what_was_seen_and_the_model_is_shown_it(understan
         texts=[read("text_1", "Call Ana at 5", 2.0)],
     )
     texts = [d.text for d in RulesMemorizer(understand=understand).memorize(evidence, IDS, lambda e: None).drafts]
-    assert "A book is seen with <face_1>." in texts and 'Written text is seen: "Call Ana at 5"' in texts
+    assert "<face_1> is seen with a book, holding it or near it." in texts
+    assert 'A written note or sign says: "Call Ana at 5"' in texts
     shown = describe(evidence, IDS, lambda e: None, lambda e: "").text
     assert "Objects seen: book (1) 2.0-2.0 s with <face_1>" in shown
     assert 'Written text seen: "Call Ana at 5"' in shown
@@ -104,9 +114,9 @@ def test_a_search_finds_what_a_note_said_and_what_was_seen(request, tmp_path, em
         mem.ingest(clip(1, texts=[read("text_1", "Dentist on Tuesday at 3 pm", 31.0)]))  # nobody there
         mem.ingest(clip(2, faces=[face("face_2", 61)], objects=[seen("object_1", "umbrella", 61.2)]))
         hits = mem.search.search_node("When is the dentist appointment?", top_k=1)
-        assert [h.text for h in hits] == ['Written text is seen: "Dentist on Tuesday at 3 pm"']
+        assert [h.text for h in hits] == ['A written note or sign says: "Dentist on Tuesday at 3 pm"']
         clips = mem.search.search_clip("Who had an umbrella?", top_k=1, threshold=-1.0)
         assert [c.clip_index for c in clips] == [2]
-        assert any("umbrella is seen with" in m.text for m in clips[0].episodic), clips[0].episodic
+        assert any("is seen with an umbrella" in m.text for m in clips[0].episodic), clips[0].episodic
     finally:
         mem.close()

@@ -81,11 +81,11 @@ def test_objects_and_text_seen_become_memories_and_are_searched(system):
     pubs["texts"].publish(texts)
     spin_until(node, lambda: len(clips) >= 1, 60)  # closed when the stream has been idle for 1 s
     episodic = [m.text for m in clips[0].episodic]
-    assert "A cup is seen with <face_1>." in episodic, episodic
-    assert 'Written text is seen: "Dentist on Tuesday at 3 pm"' in episodic, episodic
+    assert "<face_1> is seen with a cup, holding it or near it." in episodic, episodic
+    assert 'A written note or sign says: "Dentist on Tuesday at 3 pm"' in episodic, episodic
     assert not any("person is seen" in text for text in episodic)  # people are the faces' business
     response = call(
         node, SearchNode, "/m3/memory/search_node", SearchNode.Request(query="when is the dentist?", top_k=1)
     )
     assert response.error_code == SearchNode.Response.OK, response.error_message
-    assert [i.text for i in response.items] == ['Written text is seen: "Dentist on Tuesday at 3 pm"']
+    assert [i.text for i in response.items] == ['A written note or sign says: "Dentist on Tuesday at 3 pm"']

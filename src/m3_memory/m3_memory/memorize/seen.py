@@ -2,10 +2,11 @@
 text it read (issue 23). Both memorizers store these lines (the record of the evidence, as "<face_1> is
 seen."), and the model memorizer's clip text shows them (clip_prompt.describe).
 
-One episodic memory per object class seen in the clip ("A cup is seen with <face_2>.") and one per piece
-of text ('Written text is seen: "Dentist Tuesday 3 pm".'). People are the face pipeline's: the detector's
-"person" boxes give no memory. A face seen within NEAR_NS of an object's sightings is named with it, so
-"what was Bob holding?" finds the cup seen with Bob (who holds it is not told apart from who stands near).
+One episodic memory per object class seen in the clip ("<face_2> is seen with a cup, holding it or near it.",
+"A cup is seen.") and one per piece of text ('A written note or sign says: "Dentist Tuesday 3 pm"'). People
+are the face pipeline's: the detector's "person" boxes give no memory. A face seen within NEAR_NS of an
+object's sightings is named with it, so "what was Bob holding?" finds the cup seen with Bob; the line says
+that holding is not told apart from standing near.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from m3_memory.graph.records import KIND_EPISODIC, ClipEvidence, MemoryDraft
 NS = 1_000_000_000
 NEAR_NS = NS // 2  # a face seen this close to an object's sighting was in view with it
 PEOPLE_LABELS = frozenset({"person"})  # the face pipeline's: a detector's person box makes no memory
+# What OCR reads is on notes, signs, labels and screens; the words people ask with ("what does the note
+# say?", "what was written on the sign?") are in the memory, so a search and the rules' reasoner find it.
+WRITTEN = "A written note or sign says:"
 
 
 @dataclass
@@ -94,11 +98,18 @@ def seen_drafts(clip: ClipEvidence, ids: dict[str, str]) -> list[MemoryDraft]:
     drafts = []
     for seen in seen_objects(clip, ids):
         count = f" ({len(seen.object_ids)} of them)" if len(seen.object_ids) > 1 else ""
-        people = " with " + ", ".join(f"<{f}>" for f in seen.with_faces) if seen.with_faces else ""
-        text = f"{_article(seen.label)} {seen.label} is seen{people}{count}."
+        thing = f"{_article(seen.label).lower()} {seen.label}{count}"
+        if seen.with_faces:  # person first: "what was Bob carrying?" asks about the person
+            people = " and ".join(f"<{f}>" for f in seen.with_faces)
+            it = "them" if count else "it"  # the detector cannot tell holding from standing near
+            verb = "is" if len(seen.with_faces) == 1 else "are"
+            text = f"{people} {verb} seen with {thing}, holding {it} or near {it}."
+        else:
+            text = f"{thing[0].upper()}{thing[1:]} is seen."
         drafts.append(MemoryDraft(KIND_EPISODIC, text, seen.first_ns, seen.last_ns))
     for seen in seen_texts(clip):
-        drafts.append(MemoryDraft(KIND_EPISODIC, f'Written text is seen: "{seen.text}"', seen.first_ns, seen.last_ns))
+        text = f'{WRITTEN} "{seen.text}"'
+        drafts.append(MemoryDraft(KIND_EPISODIC, text, seen.first_ns, seen.last_ns))
     return drafts
 
 

@@ -1,0 +1,65 @@
+"""Questions only seeing can answer (issue 23, part 5), asked through the loop on a real memory (MiniLM
+embedder, rules memorizer) that stored what perception saw: a note's words and what a named person was
+seen with. Nothing here was said aloud about the note or the umbrella."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from m3_control.direct_memory_client import DirectMemoryClient
+from m3_control.extractive_reasoner import ExtractiveReasoner
+from m3_control.loop import SUCCEEDED, LoopConfig, run_loop
+from m3_control.skills import load_skills
+from m3_memory.graph.records import (
+    ClipEvidence,
+    FaceEvidence,
+    MatchEvidence,
+    ObjectEvidence,
+    TextEvidence,
+    VoiceEvidence,
+)
+from m3_memory.memory import Memory as M3Memory
+from m3_memory.search.embedder import TextEmbedder
+
+S = 1_000_000_000
+
+
+def unit(seed: int, dim: int) -> list[float]:
+    vector = np.random.default_rng(seed).normal(size=dim)
+    return list(vector / np.linalg.norm(vector))
+
+
+def face(face_id: str, t: float) -> FaceEvidence:
+    seed = int(face_id.split("_")[1])
+    return FaceEvidence(face_id, seed, (0.0, 0.0, 50.0, 50.0), 0.9, int(t * S), unit(seed, 128), b"", 0.5)
+
+
+@pytest.fixture(scope="module")
+def memory(tmp_path_factory):
+    m = M3Memory.open(str(tmp_path_factory.mktemp("seen") / "m"), TextEmbedder())
+    hello = VoiceEvidence("voice_1", 2 * S, 4 * S, "Hi, I'm Priya. I'm off to work now.", 0.9, unit(1001, 192), 20)
+    m.ingest(
+        ClipEvidence(
+            0, 0, 30 * S, [face("face_1", 2.0), face("face_1", 12.0)], [hello],
+            [MatchEvidence("face_1", "voice_1", 0.9, 3, 4 * S, 2, 4)],
+            objects=[ObjectEvidence("object_1", "umbrella", 0.6, (100.0, 80.0, 40.0, 120.0), 12 * S)],
+        )
+    )  # fmt: skip
+    note = TextEvidence("text_1", "Plumber comes Friday at 10", 0.97, (20.0, 300.0, 260.0, 40.0), 41 * S)
+    m.ingest(ClipEvidence(1, 30 * S, 60 * S, texts=[note]))
+    yield DirectMemoryClient(m)
+    m.close()
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What does the note say?", "Plumber comes Friday at 10"),
+        ("When is the plumber coming?", "Friday at 10"),
+        ("What was Priya carrying?", "umbrella"),
+    ],
+)
+def test_seen_things_answer_questions(memory, question, expected):
+    result = run_loop(question, ExtractiveReasoner(), memory, load_skills(), LoopConfig(max_rounds=3))
+    assert result.code == SUCCEEDED and expected in result.answer, result.answer
