@@ -35,8 +35,11 @@ def match(id1: str, id2: str, t: float, confidence: float = 0.9, count: int = 3)
     return MatchEvidence(id1, id2, confidence, count, int(t * S), 2, 4)
 
 
-def seen(object_id: str, label: str, t: float, confidence: float = 0.7) -> ObjectEvidence:
-    return ObjectEvidence(object_id, label, confidence, (10.0, 20.0, 80.0, 60.0), int(t * S))
+FAR_BOX = (400.0, 300.0, 60.0, 60.0)  # away from face()'s box and the body under it: nobody holds it
+
+
+def seen(object_id: str, label: str, t: float, confidence: float = 0.7, box=FAR_BOX) -> ObjectEvidence:
+    return ObjectEvidence(object_id, label, confidence, tuple(float(v) for v in box), int(t * S))
 
 
 def read(region_id: str, text: str, t: float, confidence: float = 0.95) -> TextEvidence:

@@ -6,7 +6,8 @@ One episodic memory per object class seen in the clip ("<face_2> is seen with a 
 "A cup is seen.") and one per piece of text ('A written note or sign says: "Dentist Tuesday 3 pm"'). People
 are the face pipeline's: the detector's "person" boxes give no memory. A face seen within NEAR_NS of an
 object's sightings is named with it, so "what was Bob holding?" finds the cup seen with Bob; the line says
-that holding is not told apart from standing near.
+that holding is not told apart from standing near. Where the boxes show it (memorize.holders), the
+person picks up, holds or puts down the object: "<face_2> picks up a cup."
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from m3_memory.graph.records import KIND_EPISODIC, ClipEvidence, MemoryDraft
+from m3_memory.memorize.holders import PEOPLE_LABELS, holder_events
 
 NS = 1_000_000_000
 NEAR_NS = NS // 2  # a face seen this close to an object's sighting was in view with it
-PEOPLE_LABELS = frozenset({"person"})  # the face pipeline's: a detector's person box makes no memory
 # What OCR reads is on notes, signs, labels and screens; the words people ask with ("what does the note
 # say?", "what was written on the sign?") are in the memory, so a search and the rules' reasoner find it.
 WRITTEN = "A written note or sign says:"
@@ -94,9 +95,19 @@ def seen_texts(clip: ClipEvidence) -> list[SeenText]:
 
 
 def seen_drafts(clip: ClipEvidence, ids: dict[str, str]) -> list[MemoryDraft]:
-    """Episodic memories of the objects and written text the clip showed (module docstring)."""
+    """Episodic memories of the objects and written text the clip showed (module docstring), and who picks
+    up, holds and puts down what (memorize.holders)."""
     drafts = []
+    events = holder_events(clip, ids)
+    holding: dict[str, set[str]] = {}
+    for e in events:
+        holding.setdefault(e.label, set()).add(e.face_id)
+        text = f"<{e.face_id}> {e.kind} {_article(e.label).lower()} {e.label}."
+        drafts.append(MemoryDraft(KIND_EPISODIC, text, e.stamp_ns, e.stamp_ns))
     for seen in seen_objects(clip, ids):
+        seen.with_faces = [f for f in seen.with_faces if f not in holding.get(seen.label, set())]
+        if seen.label in holding and not seen.with_faces:
+            continue  # the events above say it
         count = f" ({len(seen.object_ids)} of them)" if len(seen.object_ids) > 1 else ""
         thing = f"{_article(seen.label).lower()} {seen.label}{count}"
         if seen.with_faces:  # person first: "what was Bob carrying?" asks about the person
