@@ -48,6 +48,15 @@ def memory(tmp_path_factory):
     )  # fmt: skip
     note = TextEvidence("text_1", "Plumber comes Friday at 10", 0.97, (20.0, 300.0, 260.0, 40.0), 41 * S)
     m.ingest(ClipEvidence(1, 30 * S, 60 * S, texts=[note]))
+    # Priya takes the book from the table: first beside her, then in the box of her body, below her face
+    times = [61.0 + 0.5 * k for k in range(6)]
+    boxes = [(300.0, 380.0, 40.0, 30.0)] * 2 + [(10.0, 150.0, 30.0, 30.0)] * 4
+    m.ingest(
+        ClipEvidence(
+            2, 60 * S, 90 * S, [face("face_1", t) for t in times],
+            objects=[ObjectEvidence("object_2", "book", 0.5, b, int(t * S)) for t, b in zip(times, boxes, strict=True)],
+        )
+    )  # fmt: skip
     yield DirectMemoryClient(m)
     m.close()
 
@@ -58,6 +67,7 @@ def memory(tmp_path_factory):
         ("What does the note say?", "Plumber comes Friday at 10"),
         ("When is the plumber coming?", "Friday at 10"),
         ("What was Priya carrying?", "umbrella"),
+        ("Who picked up the book?", "Priya"),
     ],
 )
 def test_seen_things_answer_questions(memory, question, expected):
