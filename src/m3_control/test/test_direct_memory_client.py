@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
+from evidence_builders import S, face, voice
 
 from m3_control.direct_memory_client import QUERY_ERRORS, DirectMemoryClient
 from m3_control.extractive_reasoner import ExtractiveReasoner
@@ -19,28 +19,12 @@ from m3_control.loop import MEMORY_UNAVAILABLE, SUCCEEDED, LoopConfig, run_loop
 from m3_control.memory_client import Clip, Memory, MemoryClient, MemoryQueryRejected, MemoryUnavailable
 from m3_control.skills import load_skills
 from m3_memory.errors import StoreError
-from m3_memory.graph.records import ClipEvidence, FaceEvidence, MatchEvidence, VoiceEvidence
+from m3_memory.graph.records import ClipEvidence, MatchEvidence
 from m3_memory.memory import Memory as M3Memory
 from m3_memory.search.api import SearchConfig
 from m3_memory.search.embedder import TextEmbedder
 
 HERE = Path(__file__).parent
-S = 1_000_000_000
-
-
-def unit(seed: int, dim: int) -> list[float]:
-    vector = np.random.default_rng(seed).normal(size=dim)
-    return list(vector / np.linalg.norm(vector))
-
-
-def face(face_id: str, t: float) -> FaceEvidence:
-    seed = int(face_id.split("_")[1])
-    return FaceEvidence(face_id, seed, (0.0, 0.0, 50.0, 50.0), 0.9, int(t * S), unit(seed, 128), b"", 0.5)
-
-
-def voice(voice_id: str, t0: float, t1: float, text: str) -> VoiceEvidence:
-    seed = 1000 + int(voice_id.split("_")[1])
-    return VoiceEvidence(voice_id, int(t0 * S), int(t1 * S), text, 0.9, unit(seed, 256), int(t0 * 10))
 
 
 def clip(index: int, faces=(), voices=(), matches=()) -> ClipEvidence:

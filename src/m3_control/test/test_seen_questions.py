@@ -4,8 +4,8 @@ seen with. Nothing here was said aloud about the note or the umbrella."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
+from evidence_builders import S, face, unit
 
 from m3_control.direct_memory_client import DirectMemoryClient
 from m3_control.extractive_reasoner import ExtractiveReasoner
@@ -13,7 +13,6 @@ from m3_control.loop import SUCCEEDED, LoopConfig, run_loop
 from m3_control.skills import load_skills
 from m3_memory.graph.records import (
     ClipEvidence,
-    FaceEvidence,
     MatchEvidence,
     ObjectEvidence,
     TextEvidence,
@@ -21,18 +20,6 @@ from m3_memory.graph.records import (
 )
 from m3_memory.memory import Memory as M3Memory
 from m3_memory.search.embedder import TextEmbedder
-
-S = 1_000_000_000
-
-
-def unit(seed: int, dim: int) -> list[float]:
-    vector = np.random.default_rng(seed).normal(size=dim)
-    return list(vector / np.linalg.norm(vector))
-
-
-def face(face_id: str, t: float) -> FaceEvidence:
-    seed = int(face_id.split("_")[1])
-    return FaceEvidence(face_id, seed, (0.0, 0.0, 50.0, 50.0), 0.9, int(t * S), unit(seed, 128), b"", 0.5)
 
 
 @pytest.fixture(scope="module")
