@@ -36,6 +36,8 @@ ANSWER_PLACE_RE = re.compile(
 )
 NOT_PEOPLE = set("The A An I It Its This That These Those There Here He She They We You Yes No Equivalence".split())
 # "In which room did ...?", "What place ...": the place where something happened, not one its words name
+# A memory of what the camera showed (m3_memory's memorize/seen.py and holders.py): "seen in the kitchen".
+SEEN_RE = re.compile(r"\b(?:is|are) seen\b|\b(?:picks up|puts down|holds) an? \w|\bnote or sign says:")
 ROOM_QUESTION_RE = re.compile(r"\b(?:which|what) (?:room|place|part of the (?:house|home|flat|building))\b", re.I)
 # "What is X's job?", "What does X do for a living?", "What is the profession of ...?"
 ROLE_QUESTION_RE = re.compile(
@@ -192,4 +194,5 @@ def where_it_happened(question: str, memory: Memory, text: str) -> str:
         return ""
     if not ROOM_QUESTION_RE.search(question) and ANSWER_PLACE_RE.search(text):
         return ""
-    return f"({'said' if _quoted(memory) is not None else 'noted'} in the {region})"
+    how = "said" if _quoted(memory) is not None else "seen" if SEEN_RE.search(text) else "noted"
+    return f"({how} in the {region})"

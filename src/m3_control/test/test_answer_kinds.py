@@ -150,6 +150,10 @@ def test_where_it_happened_comes_from_the_region_of_the_robots_pose():
     assert where_it_happened("In which room were the keys mentioned?", keys, keys.text) == "(said in the garden shed)"
     assert where_it_happened("In which room did Oskar talk about the fence?", line, line.text) == ""  # no pose
     assert where_it_happened("What will Oskar paint?", there, there.text) == ""  # not a place question
+    cup = Memory("episodic_42", "episodic", "<face_2> puts down a cup.", 0, place=there.place)
+    assert where_it_happened("Where did Oskar leave the cup?", cup, cup.text) == "(seen in the garden shed)"
+    note = Memory("episodic_43", "episodic", "<face_2> is seen.", 0, place=there.place)
+    assert where_it_happened("In which room was Oskar?", note, note.text) == "(seen in the garden shed)"
 
 
 def test_a_room_question_is_answered_with_the_region_it_was_said_in():
