@@ -8,7 +8,7 @@ from m3mem_evidence import S, clip, seen
 
 from m3_memory.graph.records import FaceEvidence
 from m3_memory.memorize.holders import HolderEvent, body_of, holder_events
-from m3_memory.memorize.seen import seen_drafts
+from m3_memory.memorize.seen import describe_seen, seen_drafts
 
 IDS = {"face_7": "face_1", "face_8": "face_2"}
 ALICE_FACE, ALICE_BODY = (100.0, 50.0, 40.0, 40.0), (60.0, 30.0, 120.0, 320.0)
@@ -65,6 +65,7 @@ def test_faces_of_a_nearby_image_count_and_far_ones_do_not():
     assert holder_events(scene(held[:4], times=times, face_offset_s=1.0), IDS) == []
 
 
-def test_the_rules_memorizer_says_who_picked_it_up():
+def test_the_rules_memorizer_says_who_picked_it_up_and_the_model_is_shown_it():
     boxes = [ON_TABLE] * 2 + [IN_ALICE_HANDS] * 6
     assert [d.text for d in seen_drafts(scene(boxes), IDS)] == ["<face_1> picks up a cup."]
+    assert "Held: <face_1> picks up cup 1.0 s" in describe_seen(scene(boxes), IDS, 0)

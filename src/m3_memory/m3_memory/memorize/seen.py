@@ -126,7 +126,7 @@ def seen_drafts(clip: ClipEvidence, ids: dict[str, str]) -> list[MemoryDraft]:
 
 def describe_seen(clip: ClipEvidence, ids: dict[str, str], t0_ns: int) -> list[str]:
     """Lines for a model's clip text: objects with when they were seen (seconds into the clip) and who was in
-    view, and the text read."""
+    view, who picked up, held or put down what, and the text read."""
     lines = []
     objects = seen_objects(clip, ids)
     if objects:
@@ -136,6 +136,10 @@ def describe_seen(clip: ClipEvidence, ids: dict[str, str], t0_ns: int) -> list[s
             when = f"{(seen.first_ns - t0_ns) / NS:.1f}-{(seen.last_ns - t0_ns) / NS:.1f} s"
             parts.append(f"{seen.label} ({len(seen.object_ids)}) {when}{people}")
         lines.append("Objects seen: " + "; ".join(parts))
+    events = holder_events(clip, ids)
+    if events:
+        held = [f"<{e.face_id}> {e.kind} {e.label} {(e.stamp_ns - t0_ns) / NS:.1f} s" for e in events]
+        lines.append("Held: " + "; ".join(held))
     texts = seen_texts(clip)
     if texts:
         lines.append("Written text seen: " + "; ".join(f'"{t.text}"' for t in texts))
