@@ -131,7 +131,7 @@ class PerceptionEngine:
         with self._lock:  # after the chunk is queued: processed_until never sees input it has not queued
             self._input_until[1] = max(self._input_until[1], stamp + len(samples) / 16000)
 
-    def processed_until(self) -> float:
+    def processed_until(self, expected: tuple[bool, bool] = (False, False)) -> float:
         """Stream time up to which every input received has been processed (-inf before any input).
 
         Each stream that has had input bounds it: a busy stream at what it has processed, an idle
@@ -140,13 +140,17 @@ class PerceptionEngine:
         would then let a bag player send the next frame, and that frame would replace it in the
         slot. A player pacing on this (`m3 play --keep-up`) never asks for more than the last
         message it sent on each topic, so a stream that stops (a camera unplugged) holds nobody up.
+        expected (frames, audio): streams a publisher is matched to, which bound it before their first
+        input too (-inf): else the player's first frame still in transit while audio was processed let
+        it send the second, which could replace the first in the slot (CI lost 1 of 82 frames).
         """
         with self._lock:  # the inputs first: whatever they cover is already queued or being processed
             inputs = list(self._input_until)
             faces = self._faces_until if self._frame_slot is not None or self._busy[0] else inputs[0]
         with self._audio_ready:
             voices = self._voices_until if self._audio or self._busy[1] else inputs[1]
-        bounds = [bound for bound, received in zip((faces, voices), inputs, strict=True) if received > float("-inf")]
+        streams = zip((faces, voices), inputs, expected, strict=True)
+        bounds = [bound for bound, received, wanted in streams if wanted or received > float("-inf")]
         return min(bounds) if bounds else float("-inf")
 
     def frame_pending(self) -> bool:

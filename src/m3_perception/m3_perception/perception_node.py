@@ -121,6 +121,7 @@ class PerceptionNode(ManagedNode):
         # Stream time processed so far: `m3 play --keep-up` paces on it (as fast as perception keeps up).
         self.pub_progress = self.lifecycle_publisher(Clock, "m3/perception/processed_until", 10)
         self._progress_sent = float("-inf")
+        self._sensors: tuple = ()  # the camera and microphone subscriptions (go_live)
         self._image_frame = ""
         self._audio_frame = ""
 
@@ -148,13 +149,15 @@ class PerceptionNode(ManagedNode):
         )
         if transport == "compressed":
             image_topic = image_topic.rstrip("/") + "/compressed"
-            self.live(self.create_subscription(CompressedImage, image_topic, self._on_compressed, camera_qos))
+            camera = self.create_subscription(CompressedImage, image_topic, self._on_compressed, camera_qos)
         else:
-            self.live(self.create_subscription(Image, image_topic, self._on_image, camera_qos))
+            camera = self.create_subscription(Image, image_topic, self._on_image, camera_qos)
         if self.conventions.audio_common:
-            self.conventions.go_live()  # audio_common's AudioInfo + AudioDataStamped instead of AudioChunk
+            microphone = self.conventions.go_live()  # audio_common's AudioInfo + AudioDataStamped, not AudioChunk
         else:
-            self.live(self.create_subscription(AudioChunk, g("audio_topic").value, self._on_audio, self.audio_qos))
+            audio_topic = g("audio_topic").value
+            microphone = self.live(self.create_subscription(AudioChunk, audio_topic, self._on_audio, self.audio_qos))
+        self._sensors = (self.live(camera), microphone)
         # Wall (steady) time: with use_sim_time a /clock-driven timer would wait for the very player
         # that waits for this progress.
         steady = RclpyClock(clock_type=ClockType.STEADY_TIME)
@@ -179,7 +182,8 @@ class PerceptionNode(ManagedNode):
             )
 
     def _publish_progress(self) -> None:
-        until = self.engine.processed_until()
+        # a sensor topic someone publishes on bounds progress before its first message (engine.processed_until)
+        until = self.engine.processed_until(tuple(sub.get_publisher_count() > 0 for sub in self._sensors))
         if until > self._progress_sent:
             self._progress_sent = until
             self.pub_progress.publish(Clock(clock=to_time(until)))

@@ -44,10 +44,10 @@ class AudioCommonInput:
         self.stream = AudioCommonStream(info_topic, limits)
         self._subscriptions = ((info_type, info_topic, self._on_info, LATCHED), (data_type, topic, self._on_data, qos))
 
-    def go_live(self) -> None:
-        """Subscribe (on activate; the managed node destroys them on deactivate)."""
-        for args in self._subscriptions:
-            self.node.live(self.node.create_subscription(*args))
+    def go_live(self):
+        """Subscribe (on activate; the managed node destroys them on deactivate); the data subscription."""
+        _info, data = (self.node.live(self.node.create_subscription(*args)) for args in self._subscriptions)
+        return data
 
     def _on_info(self, msg) -> None:
         fmt = StreamFormat(int(msg.sample_rate), int(msg.channels), msg.sample_format, msg.coding_format)
@@ -145,10 +145,10 @@ class PerceptionConventions:
         on = vision is not None and params["object_backend"] != "none"
         self.vision = VisionDetectionsOutput(node, vision, QoSProfile(depth=100)) if on else None
 
-    def go_live(self) -> None:
-        """The audio_common subscriptions, when that is the microphone input (on activate)."""
-        if self.audio_common:
-            self.audio_common.go_live()
+    def go_live(self):
+        """The audio_common subscriptions, when that is the microphone input (on activate): the one of the
+        audio data, else None."""
+        return self.audio_common.go_live() if self.audio_common else None
 
     def describe(self, audio_topic: str) -> str:
         """The microphone input and whether REP-155 output is on, for the node's start-up line."""

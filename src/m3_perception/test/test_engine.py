@@ -124,6 +124,20 @@ def test_progress_never_covers_a_frame_still_being_decoded() -> None:
         assert faces.stamps == [10.0, 10.4]
 
 
+def test_a_stream_someone_publishes_on_holds_progress_before_its_first_input() -> None:
+    """The player's first frame still in transit while its audio is processed: progress must not pass
+    it, or the player sends the second frame, which can replace the first in the slot (CI: 81 of 82)."""
+    with _running(True) as (eng, _faces, _gate):
+        eng.submit_audio(0.0, np.zeros(4800, np.float32))  # 0.0 .. 0.3 s, done at once
+        _wait_idle(eng)
+        assert eng.processed_until() == 0.3  # no camera publisher: audio alone bounds it
+        assert eng.processed_until(expected=(True, True)) == float("-inf")  # the first frame is still coming
+        assert eng.frame_wanted(0.0)
+        eng.submit_frame(0.0, IMG)
+        _wait_idle(eng)
+        assert eng.processed_until(expected=(True, True)) == 0.0
+
+
 def test_an_idle_stream_holds_progress_at_its_own_last_input() -> None:
     """Audio processed past the last frame does not carry the frames along: the next frame may be
     in transit (or waiting for the executor) while later audio is processed, and a player told
