@@ -155,9 +155,7 @@ def everything_on(params: dict, frames: list, audio: np.ndarray) -> dict:
     on["text_backend"] = params["text_backend"] if params["text_backend"] != "none" else "rapidocr"
     faces, voices, _ = build_pipelines(on)
     errors: list[str] = []
-    worker = SeeingWorker(
-        build_seeing(on), lambda _seen: None, lambda what, e: errors.append(f"{what}: {e!r}"), nice=on["seeing_nice"]
-    )
+    worker = SeeingWorker(build_seeing(on), lambda _seen: None, lambda what, e: errors.append(f"{what}: {e!r}"))
     try:
         started = time.perf_counter()
         wall, _, _, _ = run_engine(faces, voices, frames, audio, seeing=worker)
@@ -181,7 +179,6 @@ def everything_on(params: dict, frames: list, audio: np.ndarray) -> dict:
         # time: below it, seeing would drop frames even on a stream played at 1x
         "processed_per_wall_s": round(stats.frames_processed / seeing_wall, 2),
         "rate_hz": on["object_rate_hz"],
-        "seeing_nice": on["seeing_nice"],
         "text_keyframes": stats.text_keyframes,
         "object_ms_p50": round(float(np.median(stats.object_ms)), 1) if stats.object_ms else None,
         "text_ms_p50": round(float(np.median(stats.text_ms)), 1) if stats.text_ms else None,

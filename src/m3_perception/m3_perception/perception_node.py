@@ -138,7 +138,7 @@ class PerceptionNode(ManagedNode):
         )
         self._seeing_text = seeing.describe() if seeing is not None else "objects off, text off"
         if seeing is not None:
-            self.seeing = SeeingWorker(seeing, self._on_seen, self._on_error, nice=g("seeing_nice").value)
+            self.seeing = SeeingWorker(seeing, self._on_seen, self._on_error)
 
     def go_live(self) -> None:
         g = self.get_parameter

@@ -7,17 +7,10 @@ frame slot: a frame that arrives while it is busy replaces the waiting one (coun
 it never queues up behind the camera. Frames reach it at most `rate_hz` (stream time), checked
 before decoding, as for faces. Stream progress (`processed_until`) does not wait for it: a replay
 paced on faces and voices is not slowed by seeing, which then drops frames instead.
-
-Why it runs niced (`nice`, Linux): on a small CPU, seeing busy on every frame it can get took cores from
-the face and voice workers, and identity is what memory cannot do without; seeing is best effort (it
-drops frames already). A thread's niceness is its own on Linux (each thread is a task), and the model
-runtimes' helper threads that it starts inherit it.
 """
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -186,34 +179,14 @@ class Seeing:
         ]
 
 
-def lower_thread_priority(by: int) -> bool:
-    """Raise the calling thread's niceness by `by` (capped at 19); whether it could (Linux only: elsewhere
-    a process-wide setting, which would slow the whole node)."""
-    if by <= 0 or not sys.platform.startswith("linux"):
-        return False
-    tid = threading.get_native_id()
-    try:
-        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + by))
-    except OSError:
-        return False
-    return True
-
-
 class SeeingWorker:
     """Runs a Seeing on a thread of its own with one frame slot (the latest frame waits, older ones
-    are dropped and counted). `on_seen` gets each frame's results; `on_error` a failure (work goes on).
-    nice: how much lower the thread's scheduling priority is than the node's (module docstring)."""
+    are dropped and counted). `on_seen` gets each frame's results; `on_error` a failure (work goes on)."""
 
     def __init__(
-        self,
-        seeing: Seeing,
-        on_seen: Callable[[Seen], None],
-        on_error: Callable[[str, Exception], None],
-        nice: int = 0,
+        self, seeing: Seeing, on_seen: Callable[[Seen], None], on_error: Callable[[str, Exception], None]
     ) -> None:
-        if isinstance(nice, bool) or not isinstance(nice, int) or not 0 <= nice <= 19:
-            raise ValueError(f"seeing_nice must be an integer in [0, 19], got {nice!r}")
-        self.seeing, self.on_seen, self.on_error, self.nice = seeing, on_seen, on_error, nice
+        self.seeing, self.on_seen, self.on_error = seeing, on_seen, on_error
         self.stats = seeing.stats
         self._ready = threading.Condition(threading.Lock())
         self._slot: tuple[float, np.ndarray] | None = None
@@ -244,7 +217,6 @@ class SeeingWorker:
         self._thread.join(timeout=10.0)
 
     def _loop(self) -> None:
-        lower_thread_priority(self.nice)
         while not self._stop.is_set():
             with self._ready:
                 while self._slot is None and not self._stop.is_set():

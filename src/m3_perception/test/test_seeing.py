@@ -5,8 +5,6 @@ Stand-in detector and reader (the real ones are covered by test_objects, test_oc
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
 import time
 
@@ -114,38 +112,6 @@ def test_worker_keeps_the_latest_frame_and_counts_drops() -> None:
     assert [s.stamp for s in seen] == [1.0, 6.0]
     assert worker.stats.frames_dropped == 3 and worker.stats.frames_processed == 2
     assert errors == ["broken frame"]
-
-
-class NiceProbe(FakeDetector):
-    """Records the niceness of the thread that detects."""
-
-    def detect(self, rgb: np.ndarray) -> list[Detection]:
-        self.niceness = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-        return super().detect(rgb)
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread niceness is Linux's")
-def test_the_seeing_thread_runs_niced_and_the_rest_of_the_process_does_not():
-    """Seeing yields the CPU to faces and voices: its thread's niceness is raised by `nice`, the node's is not."""
-    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    probe = NiceProbe([0.5])
-    worker = SeeingWorker(Seeing(probe, None), lambda _s: None, lambda w, e: None, nice=5)
-    try:
-        worker.submit(1.0, FRAME)
-        assert probe.entered.wait(5.0)
-        deadline = time.monotonic() + 5
-        while not worker.idle() and time.monotonic() < deadline:
-            time.sleep(0.01)
-    finally:
-        worker.close()
-    assert probe.niceness == min(19, before + 5)
-    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before
-
-
-@pytest.mark.parametrize("nice", [-1, 20, 2.5, True])
-def test_a_seeing_nice_out_of_range_is_refused(nice):
-    with pytest.raises(ValueError, match="seeing_nice"):
-        SeeingWorker(Seeing(FakeDetector([0.5]), None), lambda _s: None, lambda w, e: None, nice=nice)
 
 
 def _params(**changes) -> dict:
