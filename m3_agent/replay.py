@@ -24,6 +24,7 @@ import numpy as np
 from m3_agent.recording.bag_reader import ReadStatus, bag_info, iter_deserialized
 from m3_agent.recording.typestore import AUDIO_CHUNK, COMPRESSED_IMAGE
 from m3_agent.replay_report import ReplayReport, ReplayStopped
+from m3_agent.replay_seeing import ReplaySeeing
 from m3_agent.replay_state import Snapshots, fingerprint
 from m3_agent.replay_state import capture as capture_snapshot
 from m3_agent.replay_state import restore as restore_snapshot
@@ -103,6 +104,7 @@ class Replayer:
         self.memory_dir = Path(memory_dir).expanduser().resolve()
         self.memory = memory or open_memory(self.memory_params)
         try:
+            self.seeing = ReplaySeeing(self.perception_params)  # objects and text (off by default): checked first
             self.faces, self.voices, self.matcher = build_pipelines(self.perception_params)
         except BaseException:  # a bad model file, or Ctrl-C while loading: the store is closed all the same
             if memory is None:
@@ -321,6 +323,8 @@ class Replayer:
                                         float(o.quality),
                                     )
                                 )
+                        for item in self.seeing.evidence(rgb, header_s):  # objects and written text
+                            add(item)
                 except (AudioDecodeError, ImageDecodeError, StampRejected) as error:
                     status.skip(message.topic, f"{error} (at {stamp_s:.3f} s)")  # as the nodes drop it
                 if progress is not None:
