@@ -60,3 +60,27 @@ def memory(tmp_path_factory):
 def test_seen_things_answer_questions(memory, question, expected):
     result = run_loop(question, ExtractiveReasoner(), memory, load_skills(), LoopConfig(max_rounds=3))
     assert result.code == SUCCEEDED and expected in result.answer, result.answer
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("Where did Priya leave the book?", "Priya puts down a book. (seen in the kitchen)"),
+        ("Where is the cup?", "A cup is seen. (seen in the living room)"),
+    ],
+)
+def test_where_a_thing_was_seen_is_the_room_the_robot_was_in(question, expected):
+    """A seen line names no place itself: the room of the robot's pose when it was seen answers."""
+    from fixtures import FakeMemory
+
+    from m3_control.memory_client import Memory
+    from m3_memory.graph.records import Place
+
+    kitchen, living = Place("map", 1.0, 2.0, 0.0, "kitchen"), Place("map", 5.0, 2.0, 0.0, "living room")
+    clips = [
+        (0, [Memory("episodic_1", "episodic", "<face_1> puts down a book.", 0, entity_ids=("face_1",), place=kitchen)]),
+        (0, [Memory("semantic_2", "semantic", "<face_1> is named Priya.", 0, entity_ids=("face_1",))]),
+        (1, [Memory("episodic_3", "episodic", "A cup is seen.", 1, place=living)]),
+    ]
+    result = run_loop(question, ExtractiveReasoner(), FakeMemory(clips), load_skills(), LoopConfig(max_rounds=3))
+    assert result.code == SUCCEEDED and result.answer == expected, result.answer
