@@ -295,6 +295,8 @@ def test_a_signal_while_configuring_that_a_library_turns_into_an_error_is_a_stop
     )
     assert done.returncode == 0, done.stderr
     assert "cannot start" not in done.stderr, done.stderr
+    assert "[ERROR]" not in done.stderr, done.stderr  # the stop's doing, not a fault
+    assert "configure cut short by SIGTERM: cannot configure: initialization failed" in done.stderr, done.stderr
 
 
 @pytest.mark.reliability

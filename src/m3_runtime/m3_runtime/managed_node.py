@@ -33,6 +33,7 @@ from m3_runtime.node_shutdown import (
     StopSignals,
     spin_until_stopped,
     stop_executor,
+    stop_requested,
     stop_signals_deferred,
     stop_signals_held,
 )
@@ -101,15 +102,23 @@ class ManagedNode(LifecycleNode):
             step()
         except CONFIGURE_ERRORS as error:
             self.configure_error = error
-            self.get_logger().error(f"cannot {what}: {error}")
+            self._failed(what, f"cannot {what}: {error}")
             on_failure()
             return FAILURE
         except Exception as error:  # noqa: BLE001 - rclpy hides the exception: log it before ERROR
             self.configure_error = error
-            self.get_logger().error(f"{what} failed: {traceback.format_exc()}")
+            self._failed(what, f"{what} failed: {traceback.format_exc()}")
             on_failure()
             return ERROR
         return SUCCESS
+
+    def _failed(self, what: str, message: str) -> None:
+        """An error line, unless the process is stopping: then the signal cut the step short (a library
+        turns the interrupt into an error of its own), which is no fault to report."""
+        if stopping := stop_requested():
+            self.get_logger().info(f"{what} cut short by {stopping.upper()}: {message.splitlines()[0]}")
+        else:
+            self.get_logger().error(message)
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         self.configure_error = None

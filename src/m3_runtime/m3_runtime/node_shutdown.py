@@ -69,6 +69,15 @@ def stop_signals_deferred() -> Iterator[None]:
             signal.raise_signal(caught[0])
 
 
+_stop_seen = [""]  # the first signal any StopSignals of this process caught: signals are the process's
+
+
+def stop_requested() -> str:
+    """The stop signal this process has had ("sigint" / "sigterm"), "" none: a node's failure after it is
+    the stop's doing (an import cut short), not a fault to report as an error."""
+    return _stop_seen[0]
+
+
 class StopRequested(KeyboardInterrupt):
     """Ctrl-C or SIGTERM, raised in the main thread by StopSignals; signal_name: "sigint" or "sigterm"."""
 
@@ -118,6 +127,7 @@ class StopSignals:
             _already_stopping(signum, frame)
             return
         self.name = signal.Signals(signum).name.lower()
+        _stop_seen[0] = _stop_seen[0] or self.name
         if self.raise_interrupt:
             raise StopRequested(self.name)
 
