@@ -183,7 +183,10 @@ class PerceptionNode(ManagedNode):
 
     def _publish_progress(self) -> None:
         # a sensor topic someone publishes on bounds progress before its first message (engine.processed_until)
-        until = self.engine.processed_until(tuple(sub.get_publisher_count() > 0 for sub in self._sensors))
+        expected = tuple(sub.get_publisher_count() > 0 for sub in self._sensors)
+        until = self.engine.processed_until(expected)
+        if self.seeing is not None:  # a keep-up replay waits for objects and text too: nothing dropped
+            until = min(until, self.seeing.processed_until(expected[0]))
         if until > self._progress_sent:
             self._progress_sent = until
             self.pub_progress.publish(Clock(clock=to_time(until)))
@@ -227,6 +230,8 @@ class PerceptionNode(ManagedNode):
         except ImageDecodeError as e:
             if faces:
                 self.engine.frame_discarded(stamp)
+            if seeing:
+                self.seeing.discarded(stamp)
             self._bad_frame(e)
             return
         self._image_frame = header.frame_id

@@ -5,8 +5,9 @@ Why a worker of its own: object detection costs about 140 ms a frame and reading
 keyframe on a CPU; on the face worker they would delay faces by as much. The seeing worker keeps one
 frame slot: a frame that arrives while it is busy replaces the waiting one (counted as dropped), so
 it never queues up behind the camera. Frames reach it at most `rate_hz` (stream time), checked
-before decoding, as for faces. Stream progress (`processed_until`) does not wait for it: a replay
-paced on faces and voices is not slowed by seeing, which then drops frames instead.
+before decoding, as for faces. Stream progress (`processed_until`) waits for it as for faces, so a
+replay paced on progress (`m3 play --keep-up`) loses no frame seeing wanted; a live camera is not paced,
+and there seeing drops what it has no time for.
 """
 
 from __future__ import annotations
@@ -192,11 +193,22 @@ class SeeingWorker:
         self._slot: tuple[float, np.ndarray] | None = None
         self._busy = False
         self._stop = threading.Event()
+        self._input_until = float("-inf")  # the last frame given or passed over (rate, decode failure)
+        self._done_until = float("-inf")  # the last frame processed
         self._thread = threading.Thread(target=self._loop, name="m3_seeing", daemon=True)
         self._thread.start()
 
     def frame_wanted(self, stamp: float) -> bool:
-        return self.seeing.frame_wanted(stamp)
+        """The rate limit; a frame passed over counts as done (it never holds progress back)."""
+        wanted = self.seeing.frame_wanted(stamp)
+        if not wanted:
+            self.discarded(stamp)
+        return wanted
+
+    def discarded(self, stamp: float) -> None:
+        """A wanted frame that will never come (its decode failed): done, as for faces."""
+        with self._ready:
+            self._input_until = max(self._input_until, stamp)
 
     def submit(self, stamp: float, rgb: np.ndarray) -> None:
         """Cheap (executor thread): the frame takes the slot, replacing one still waiting."""
@@ -204,7 +216,17 @@ class SeeingWorker:
             if self._slot is not None:
                 self.stats.frames_dropped += 1
             self._slot = (stamp, rgb)
+            self._input_until = max(self._input_until, stamp)
             self._ready.notify()
+
+    def processed_until(self, expected: bool = False) -> float:
+        """Stream time up to which every frame seeing was given is processed (its bound on the node's
+        progress, as PerceptionEngine.processed_until's for faces); +inf (no bound) before any frame
+        unless frames are `expected` (a camera publisher is matched)."""
+        with self._ready:
+            if self._input_until == float("-inf") and not expected:
+                return float("inf")
+            return self._done_until if self._slot is not None or self._busy else self._input_until
 
     def idle(self) -> bool:
         with self._ready:
@@ -232,4 +254,5 @@ class SeeingWorker:
                 self.on_error("object or text processing failed", e)
             finally:
                 with self._ready:
+                    self._done_until = max(self._done_until, stamp)  # done with it, even when it failed
                     self._busy = False

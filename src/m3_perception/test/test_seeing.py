@@ -153,3 +153,30 @@ def test_an_empty_list_in_a_params_file_is_the_empty_default() -> None:
     assert checked_value("object_classes", ["cup"], row) == ["cup"]
     with pytest.raises(ParameterError, match="'object_classes' must be a list, got string 'cup'"):
         checked_value("object_classes", "cup", row)
+
+
+def test_the_worker_bounds_progress_until_its_frames_are_processed():
+    """Keep-up replay waits for seeing as for faces: a frame it was given holds progress back until it is
+    processed; frames passed over by the rate, or that failed to decode, hold nothing back."""
+    gate = threading.Event()
+    detector = FakeDetector([0.5, 0.5], gate)
+    worker = SeeingWorker(Seeing(detector, None, SeeingParams(rate_hz=2.0)), lambda _s: None, lambda w, e: None)
+    try:
+        assert worker.processed_until() == float("inf")  # no camera, nothing given: no bound
+        assert worker.processed_until(expected=True) == float("-inf")  # a camera is publishing: wait for it
+        assert worker.frame_wanted(1.0)
+        worker.submit(1.0, FRAME)
+        assert detector.entered.wait(5.0)
+        assert worker.processed_until() == float("-inf")  # frame 1.0 is being processed
+        assert not worker.frame_wanted(1.2)  # passed over by the 2 Hz rate: done at once...
+        assert worker.processed_until() == float("-inf")  # ...but 1.0 still holds progress
+        gate.set()
+        deadline = time.monotonic() + 5
+        while not worker.idle() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert worker.processed_until() == 1.2
+        assert worker.frame_wanted(1.5)
+        worker.discarded(1.5)  # its decode failed
+        assert worker.processed_until() == 1.5
+    finally:
+        worker.close()
