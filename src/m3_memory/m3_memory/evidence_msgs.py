@@ -4,7 +4,16 @@ not hold together is refused whole here (ValueError), so the node never applies 
 
 from __future__ import annotations
 
-from m3_interfaces.msg import EntityMatch, FaceObservation, IdentityUpdate, ObjectTrack, TextRegion, VoiceSegment
+from m3_interfaces.msg import (
+    EntityMatch,
+    FaceObservation,
+    IdentityUpdate,
+    ObjectTrack,
+    ObjectTracks,
+    TextRegion,
+    TextRegions,
+    VoiceSegment,
+)
 from m3_memory.graph.records import (
     KIND_VOICE,
     FaceEvidence,
@@ -42,6 +51,15 @@ def text_evidence(region: TextRegion, stamp_ns: int) -> TextEvidence:
     """One region of a TextRegions message (stamped with the message's header)."""
     box = (float(region.x), float(region.y), float(region.width), float(region.height))
     return TextEvidence(region.region_id, region.text.strip(), float(region.confidence), box, stamp_ns)
+
+
+def seen_evidence(msg: ObjectTracks | TextRegions) -> list[ObjectEvidence | TextEvidence]:
+    """The evidence of one ObjectTracks or TextRegions (the memory node's, and a replay's); an object without
+    an id or label, or a region without an id or text, is left out."""
+    stamp = to_ns(msg.header.stamp)
+    if isinstance(msg, ObjectTracks):
+        return [object_evidence(t, stamp) for t in msg.objects if t.object_id and t.label.strip()]
+    return [text_evidence(r, stamp) for r in msg.regions if r.region_id and r.text.strip()]
 
 
 def voice_evidence(msg: VoiceSegment) -> VoiceEvidence:

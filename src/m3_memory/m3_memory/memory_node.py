@@ -36,8 +36,7 @@ from m3_memory.errors import ModelMissingError, StoreError
 from m3_memory.evidence_msgs import (
     face_evidence,
     match_evidence,
-    object_evidence,
-    text_evidence,
+    seen_evidence,
     voice_evidence,
     voice_revision,
 )
@@ -132,7 +131,7 @@ class MemoryNode(MemoryServicesMixin, ManagedNode):
         inputs.append((EntityMatch, "m3/entity_matches", self._on_match))
         inputs.append((IdentityUpdate, "m3/identities/voice_updates", self._on_voice_update))
         # what perception's seeing worker found (objects and written text; off there by default)
-        inputs += [(ObjectTracks, "m3/objects", self._on_objects), (TextRegions, "m3/texts", self._on_texts)]
+        inputs += [(ObjectTracks, "m3/objects", self._on_seen), (TextRegions, "m3/texts", self._on_seen)]
         # perception's processed_until: the stream clock without use_sim_time (m3 run + m3 play, a live robot)
         inputs.append((ClockMsg, "m3/perception/processed_until", self._on_progress))
         for msg_type, topic, callback in inputs:
@@ -184,17 +183,9 @@ class MemoryNode(MemoryServicesMixin, ManagedNode):
             if self._valid_id(face.face_id, ("face",)):
                 self._add(face_evidence(face, stamp))
 
-    def _on_objects(self, msg: ObjectTracks) -> None:
-        stamp = to_ns(msg.header.stamp)
-        for track in msg.objects:
-            if track.object_id and track.label.strip():
-                self._add(object_evidence(track, stamp))
-
-    def _on_texts(self, msg: TextRegions) -> None:
-        stamp = to_ns(msg.header.stamp)
-        for region in msg.regions:
-            if region.region_id and region.text.strip():
-                self._add(text_evidence(region, stamp))
+    def _on_seen(self, msg: ObjectTracks | TextRegions) -> None:
+        for item in seen_evidence(msg):
+            self._add(item)
 
     def _on_voice(self, msg: VoiceSegment) -> None:
         # No voice id: the speaker is uncertain; the line is kept and names nobody (name_mentions).

@@ -102,7 +102,7 @@ class HriPerceptionOutput:
 def detection_array(tracks: ObjectTracks, messages: tuple[type, ...]):
     """vision_msgs/Detection2DArray of an ObjectTracks: one Detection2D per object (id: its object id, bbox
     centre and size in pixels, one hypothesis: label and confidence); the pose is left unset (unknown)."""
-    array_type, detection_type, hypothesis_type, _box_type = messages
+    array_type, detection_type, hypothesis_type = messages
     out = array_type(header=tracks.header)
     for o in tracks.objects:
         detection = detection_type(header=tracks.header, id=o.object_id)

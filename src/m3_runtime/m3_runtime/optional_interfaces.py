@@ -10,7 +10,7 @@ import importlib
 
 OPTIONAL_MODES = ("auto", "enabled", "disabled")  # an output's parameter: on when installed / required / off
 HRI_MODES = OPTIONAL_MODES
-VISION_MESSAGES = ("Detection2DArray", "Detection2D", "ObjectHypothesisWithPose", "BoundingBox2D")
+VISION_MESSAGES = ("Detection2DArray", "Detection2D", "ObjectHypothesisWithPose")
 
 
 class MissingInterfaces(RuntimeError):

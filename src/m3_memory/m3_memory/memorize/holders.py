@@ -37,6 +37,11 @@ class HolderEvent:
     stamp_ns: int
 
 
+def label_of(label: str) -> str:
+    """A detector class as memory writes it: lower case, single spaces ("Wine  glass" -> "wine glass")."""
+    return " ".join(label.lower().split())
+
+
 def _centre(box: Box) -> tuple[float, float]:
     x, y, w, h = box
     return x + w / 2, y + h / 2
@@ -114,7 +119,7 @@ def holder_events(clip: ClipEvidence, ids: dict[str, str]) -> list[HolderEvent]:
     persons: dict[int, list[Box]] = {}
     objects: dict[str, tuple[str, list[tuple[int, Box]]]] = {}
     for o in sorted(clip.objects, key=lambda o: o.stamp_ns):
-        label = " ".join(o.label.lower().split())
+        label = label_of(o.label)
         if label in PEOPLE_LABELS:
             persons.setdefault(o.stamp_ns, []).append(o.bbox)
         elif label:

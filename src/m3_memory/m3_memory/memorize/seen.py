@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from m3_memory.graph.records import KIND_EPISODIC, ClipEvidence, MemoryDraft
-from m3_memory.memorize.holders import PEOPLE_LABELS, holder_events
+from m3_memory.memorize.holders import PEOPLE_LABELS, holder_events, label_of
 
 NS = 1_000_000_000
 NEAR_NS = NS // 2  # a face seen this close to an object's sighting was in view with it
@@ -55,7 +55,7 @@ def seen_objects(clip: ClipEvidence, ids: dict[str, str]) -> list[SeenObject]:
     ids) seen within NEAR_NS of one of their sightings."""
     by_label: dict[str, SeenObject] = {}
     for o in sorted(clip.objects, key=lambda o: (o.stamp_ns, o.object_id)):
-        label = " ".join(o.label.lower().split())
+        label = label_of(o.label)
         if not label or label in PEOPLE_LABELS:
             continue
         seen = by_label.setdefault(label, SeenObject(label, first_ns=o.stamp_ns, last_ns=o.stamp_ns))
