@@ -9,7 +9,8 @@ import av
 import pytest
 import yaml
 
-from m3_agent.demo.generate import CLIP_SECONDS, default_script, generate, load_photo
+from m3_agent.demo.generate import CLIP_SECONDS, default_script, generate
+from m3_agent.demo.photos import load_photo
 
 SCRIPT = {
     "episode_id": "tiny",

@@ -97,7 +97,7 @@ def read_memory(memory_dir: Path) -> tuple[MemoryIdentity, dict[str, list[np.nda
 def photo_embeddings(script: dict, params: dict) -> dict[str, np.ndarray]:
     """Each drawn person's face embedding from their photo as the episode shows it (large, centred),
     by the face encoder the replay used; a photo without a detectable face is an error."""
-    from m3_agent.demo.generate import crop_photo, load_photo, scale_to_height
+    from m3_agent.demo.photos import crop_photo, load_photo, scale_to_height
     from m3_perception.assembly import build_face_encoder
 
     drawn = {who: spec for who, spec in script["people"].items() if spec.get("photo")}

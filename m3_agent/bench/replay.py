@@ -76,6 +76,7 @@ def record_and_replay(out: Path, episode: dict, params_file: str, overrides: dic
     """Record the episode's video into out/bag and replay it into out/episodes/<id>/memory; the
     replay report plus record_s, replay_s (the timed part) and memory_dir."""
     from m3_agent.demo.places import place_setup, with_parameters
+    from m3_agent.demo.things import seeing_parameters
     from m3_agent.evaluation import annotations
     from m3_agent.recording.video2bag import ConversionOptions, convert
     from m3_agent.replay import replay
@@ -86,7 +87,8 @@ def record_and_replay(out: Path, episode: dict, params_file: str, overrides: dic
     recorded = time.perf_counter()
     questions = annotations.load(episode["questions"])
     memory_dir = out / "episodes" / questions[0].episode_id / "memory"
-    replayed = replay(out / "bag", memory_dir, params_file, overrides=with_parameters(overrides, place_parameters))
+    overrides = with_parameters(with_parameters(overrides, place_parameters), seeing_parameters(out))  # things: eyes on
+    replayed = replay(out / "bag", memory_dir, params_file, overrides=overrides)
     ready = time.perf_counter()
     return {**replayed, "record_s": recorded - started, "replay_s": ready - recorded, "memory_dir": str(memory_dir)}
 

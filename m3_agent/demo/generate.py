@@ -21,7 +21,9 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from m3_agent.demo.photos import crop_photo, load_photo, scale_to_height
 from m3_agent.demo.places import write_place_files
+from m3_agent.demo.things import draw_things, thing_images
 from m3_agent.demo.timeline import (  # noqa: F401  (re-exported: the generator's public names)
     AUDIO_RATE_HZ,
     EpisodeTruth,
@@ -38,26 +40,6 @@ CLIP_SECONDS = 30
 
 def default_script() -> Path:
     return Path(str(resources.files("m3_agent.demo").joinpath("episode.yaml")))
-
-
-def load_photo(spec: str) -> np.ndarray:
-    """'skimage:astronaut' or 'matplotlib:grace_hopper.jpg' -> RGB uint8."""
-    source, _, name = spec.partition(":")
-    if source == "skimage":
-        import skimage.data
-
-        image = getattr(skimage.data, name)()
-    elif source == "matplotlib":
-        from matplotlib import cbook
-        from PIL import Image
-
-        with Image.open(cbook.get_sample_data(name)) as photo:
-            image = np.asarray(photo.convert("RGB"))
-    else:
-        raise ValueError(f"unknown photo source {spec!r}: use skimage:NAME or matplotlib:FILE")
-    if image.ndim == 2:
-        image = np.stack([image] * 3, axis=-1)
-    return np.ascontiguousarray(image[..., :3])
 
 
 def _require(command: str, package: str) -> str:
@@ -98,24 +80,17 @@ def synthesize(voice: str, text: str, cache_dir: Path) -> np.ndarray:
     return mono
 
 
-def crop_photo(photo: np.ndarray, box: list[int] | None) -> np.ndarray:
-    """The script's head-and-shoulders box [x, y, w, h] of a photo (None: the whole photo)."""
-    if box is None:
-        return photo
-    x, y, w, h = box
-    return np.ascontiguousarray(photo[y : y + h, x : x + w])
-
-
-def scale_to_height(photo: np.ndarray, height: int) -> np.ndarray:
-    """The photo resized to `height` pixels, aspect kept (how a person is drawn, and matched by face)."""
-    import cv2
-
-    width = round(photo.shape[1] * height / photo.shape[0])
-    return cv2.resize(photo, (width, height), interpolation=cv2.INTER_AREA)
-
-
-def render_frames(truth: EpisodeTruth, photos: dict[str, np.ndarray], fps: int, width: int, height: int):
-    """Yield RGB frames: the speaker large in the middle, the others present smaller beside.
+def render_frames(
+    truth: EpisodeTruth,
+    photos: dict[str, np.ndarray],
+    fps: int,
+    width: int,
+    height: int,
+    things: dict[str, np.ndarray] | None = None,
+):
+    """Yield RGB frames: the speaker large in the middle, the others present smaller beside, and the
+    scene's things (demo/things.py; `things`: their images by thing_key) where they stand or in the hand
+    of whoever holds them.
 
     Only people with a photo who are present are drawn: a speaker who is only heard, or who speaks
     from outside the scene (off-camera), leaves the frame to those present."""
@@ -137,12 +112,18 @@ def render_frames(truth: EpisodeTruth, photos: dict[str, np.ndarray], fps: int, 
         placed = [(p, small[p] if speaker else big[p], x) for p, x in zip(others, slots, strict=False)]
         if speaker is not None:
             placed.append((speaker, big[speaker], 0.5))
-        for _person, portrait, x_rel in placed:
+        if scene.things:
+            draw_things(frame, scene.things, things or {}, {})
+        portraits = {}
+        for person, portrait, x_rel in placed:
             h, w = portrait.shape[:2]
             jitter = rng.integers(-3, 4, size=2)
             x0 = int(np.clip(x_rel * width - w / 2 + jitter[0], 0, width - w))
             y0 = int(np.clip(height * 0.78 - h + jitter[1], 0, height - h))
             frame[y0 : y0 + h, x0 : x0 + w] = portrait
+            portraits[person] = (x0, y0, w, h)
+        if scene.things:
+            draw_things(frame, scene.things, things or {}, portraits)
         yield frame
 
 
@@ -191,7 +172,8 @@ def generate(out_dir: str | Path, script_path: str | Path | None = None, cache_d
         for person, spec in script["people"].items()
         if spec.get("photo")  # a person without a photo is only heard
     }
-    frames = render_frames(truth, photos, script["fps"], script["width"], script["height"])
+    things = thing_images(truth.scenes, script["width"], script["height"])
+    frames = render_frames(truth, photos, script["fps"], script["width"], script["height"], things)
     video = write_video(out_dir / "episode.mp4", frames, script["fps"], audio, AUDIO_RATE_HZ)
     (out_dir / "truth.json").write_text(json.dumps(asdict(truth), indent=1))
     (out_dir / "questions.json").write_text(json.dumps(question_set(script, truth), indent=1))

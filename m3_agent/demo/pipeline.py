@@ -42,6 +42,7 @@ def run_demo(
     a stop is honoured at the next stage even if a library swallowed its KeyboardInterrupt."""
     from m3_agent.demo.generate import generate
     from m3_agent.demo.places import place_setup, with_parameters
+    from m3_agent.demo.things import seeing_parameters
     from m3_agent.evaluation import annotations, report
     from m3_agent.evaluation.runner import evaluate
     from m3_agent.recording.video2bag import ConversionOptions, convert
@@ -74,7 +75,7 @@ def run_demo(
     stop_check()
     _say("3/5 replaying the recording through perception and memory")
     memory_dir = out / "episodes" / episode_id / "memory"
-    overrides = with_parameters(overrides or {}, place_parameters)
+    overrides = with_parameters(with_parameters(overrides or {}, place_parameters), seeing_parameters(out))
     _memory_for_memorizer(memory_dir, overrides.get("memory_node", {}))
     replay_report = replay(bag, memory_dir, params_file, show_progress, overrides)
     reasoner = overrides.get("control_node", {}).get("backend", "set in the parameter file")

@@ -11,6 +11,8 @@ scene's `present` is off-camera for that line. `named: false` marks a person who
 said or given in the episode (a benchmark must not count that name as missing); `spellings` lists
 other ways to write a name (Sofia: [Sophia]) that a benchmark accepts as that name.
 
+Things (optional): a scene's `things` are objects and notes the camera sees (demo/things.py).
+
 Places (optional): `places` names the regions of the home in the memory node's regions-file format,
 and every scene then says where the robot is (`place: kitchen`); demo/places.py turns that into a
 regions file and a pose path.
@@ -21,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from m3_agent.demo.things import validate_things
 
 AUDIO_RATE_HZ = 16000
 QUESTION_TYPES = (
@@ -46,6 +50,7 @@ class Scene:
     start_s: float
     end_s: float
     place: str = ""  # where the robot is during the scene: a region of the script's `places` ("" = none)
+    things: list[dict] = field(default_factory=list)  # what else the camera sees (demo/things.py)
 
 
 @dataclass
@@ -133,6 +138,7 @@ def validate(script: dict) -> list[str]:
                 problems.append(f"line {si}.{li}: speaker {line.person!r} is not in people")
             if line.gap_s is not None and line.gap_s < 0 and li == 0:
                 problems.append(f"line {si}.{li}: the first line of a scene cannot overlap (negative gap)")
+    problems += validate_things(script)
     refs = {f"after:{si}.{li}" for si, li, _ in lines}
     for number, q in enumerate(script.get("questions", []), start=1):
         if not q.get("q") or not str(q.get("a", "")).strip():
@@ -181,7 +187,13 @@ def plan_episode(script: dict, voices: dict[str, list[np.ndarray]]) -> tuple[Epi
             if end[1] + round(gap_s * AUDIO_RATE_HZ) >= n:
                 t, n = after(gap_s, end)
         truth.scenes.append(
-            Scene(list(scene["present"]), round(scene_start[0], 3), round(t, 3), str(scene.get("place", "")))
+            Scene(
+                list(scene["present"]),
+                round(scene_start[0], 3),
+                round(t, 3),
+                str(scene.get("place", "")),
+                [dict(thing) for thing in scene.get("things", [])],
+            )
         )
     truth.duration_s = round(t, 3)
     mixed = np.zeros(n, np.float32)

@@ -70,6 +70,35 @@ def test_text_once_per_reading_with_the_most_confident_reading_of_a_region():
     ]
 
 
+def test_lines_of_one_note_are_one_text_and_a_line_missed_in_one_keyframe_adds_nothing():
+    from dataclasses import replace
+
+    def line(region_id, text, t, x, y, h=20.0, w=160.0):
+        return replace(read(region_id, text, t), bbox=(x, y, w, h))
+
+    evidence = clip(
+        0,
+        texts=[
+            # keyframe at 2 s: a two-line note (the second line 0.8 line heights under the first, a little
+            # to the right, as a turned note reads) and a sign far below it
+            line("text_1", "Please take", 2.0, 20.0, 100.0), line("text_2", "off your shoes", 2.0, 28.0, 136.0),
+            line("text_3", "EXIT", 2.0, 20.0, 400.0),
+            # keyframe at 5 s: only the note's first line read; a line beside it (no overlap across) stays apart
+            line("text_1", "Please take", 5.0, 20.0, 100.0), line("text_4", "Room 12", 5.0, 300.0, 136.0),
+            # keyframe at 8 s: big letters over small ones are two texts
+            line("text_5", "SALE", 8.0, 20.0, 200.0, h=60.0), line("text_6", "ends Monday", 8.0, 20.0, 270.0),
+        ],
+    )  # fmt: skip
+    texts = seen_texts(evidence)
+    assert [(t.text, t.first_ns, t.last_ns) for t in texts] == [
+        ("Please take off your shoes", 2 * S, 5 * S),
+        ("EXIT", 2 * S, 2 * S),
+        ("Room 12", 5 * S, 5 * S),
+        ("SALE", 8 * S, 8 * S),
+        ("ends Monday", 8 * S, 8 * S),
+    ]
+
+
 @pytest.mark.parametrize("understand", [True, False])  # False: the record the openai memorizer keeps
 def test_both_memorizers_store_what_was_seen_and_the_model_is_shown_it(understand):
     evidence = clip(

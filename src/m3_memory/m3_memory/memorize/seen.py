@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from m3_memory.graph.records import KIND_EPISODIC, ClipEvidence, MemoryDraft
+from m3_memory.graph.records import KIND_EPISODIC, ClipEvidence, MemoryDraft, TextEvidence
 from m3_memory.memorize.holders import PEOPLE_LABELS, holder_events, label_of
 
 NS = 1_000_000_000
@@ -22,6 +22,7 @@ NEAR_NS = NS // 2  # a face seen this close to an object's sighting was in view 
 # What OCR reads is on notes, signs, labels and screens; the words people ask with ("what does the note
 # say?", "what was written on the sign?") are in the memory, so a search and the rules' reasoner find it.
 WRITTEN = "A written note or sign says:"
+LINE_GAP = 1.2  # the most space between two lines of one note, in line heights
 
 
 @dataclass
@@ -72,26 +73,79 @@ def seen_objects(clip: ClipEvidence, ids: dict[str, str]) -> list[SeenObject]:
     return list(by_label.values())
 
 
+def _stacked(upper: TextEvidence, lower: TextEvidence) -> bool:
+    """Two lines of one note: `lower` starts under `upper` within LINE_GAP line heights, their spans
+    across overlap, and their letters are of a size (ratio at most 2)."""
+    ux, uy, uw, uh = upper.bbox
+    lx, ly, lw, lh = lower.bbox
+    size = max(uh, lh)
+    return 0 <= ly - (uy + uh) <= LINE_GAP * size and min(ux + uw, lx + lw) > max(ux, lx) and min(uh, lh) * 2 >= size
+
+
+def text_blocks(texts: list[TextEvidence]) -> list[TextEvidence]:
+    """The lines read in one keyframe joined into blocks, top to bottom: a note or sign of several lines
+    is one text ("Please take" over "off your shoes" -> "Please take off your shoes"), as a person reads
+    it. The block's region id joins its lines' ids; its confidence is its least sure line's."""
+    blocks: list[list[TextEvidence]] = []
+    for line in sorted(texts, key=lambda t: (t.bbox[1], t.bbox[0])):
+        block = next((b for b in blocks if _stacked(b[-1], line)), None)
+        if block is None:
+            blocks.append([line])
+        else:
+            block.append(line)
+    out = []
+    for lines in blocks:
+        x0, y0 = min(t.bbox[0] for t in lines), min(t.bbox[1] for t in lines)
+        x1 = max(t.bbox[0] + t.bbox[2] for t in lines)
+        y1 = max(t.bbox[1] + t.bbox[3] for t in lines)
+        out.append(
+            TextEvidence(
+                "+".join(t.region_id for t in lines),
+                " ".join(" ".join(t.text.split()) for t in lines),
+                min(t.confidence for t in lines),
+                (x0, y0, x1 - x0, y1 - y0),
+                lines[0].stamp_ns,
+            )
+        )
+    return out
+
+
 def seen_texts(clip: ClipEvidence) -> list[SeenText]:
-    """The clip's written text, each reading once (by region, then by the reading itself), first read first;
-    a region read several times keeps its most confident reading."""
+    """The clip's written text, each reading once, first read first: lines of one keyframe joined into
+    blocks (text_blocks), a block read several times keeping its most confident reading, and a reading
+    that a longer one of the clip contains (a line of the note missed in one keyframe) left out."""
+    by_stamp: dict[int, list[TextEvidence]] = {}
+    for t in clip.texts:
+        by_stamp.setdefault(t.stamp_ns, []).append(t)
     by_region: dict[str, SeenText] = {}
-    for t in sorted(clip.texts, key=lambda t: (t.stamp_ns, t.region_id)):
-        text = " ".join(t.text.split())
-        if not text:
-            continue
-        old = by_region.get(t.region_id)
-        if old is None:
-            by_region[t.region_id] = SeenText(text, t.stamp_ns, t.stamp_ns, t.confidence)
-            continue
-        old.last_ns = t.stamp_ns
-        if t.confidence > old.confidence:
-            old.text, old.confidence = text, t.confidence
+    for stamp in sorted(by_stamp):
+        for t in text_blocks(by_stamp[stamp]):
+            text = " ".join(t.text.split())
+            if not text:
+                continue
+            old = by_region.get(t.region_id)
+            if old is None:
+                by_region[t.region_id] = SeenText(text, t.stamp_ns, t.stamp_ns, t.confidence)
+                continue
+            old.last_ns = t.stamp_ns
+            if t.confidence > old.confidence:
+                old.text, old.confidence = text, t.confidence
     unique: dict[str, SeenText] = {}
     for seen in by_region.values():
         kept = unique.setdefault(seen.text.lower(), seen)
         kept.last_ns = max(kept.last_ns, seen.last_ns)
-    return list(unique.values())
+    readings = list(unique.values())
+    whole = [
+        seen
+        for seen in readings
+        if not any(seen is not other and seen.text.lower() in other.text.lower() for other in readings)
+    ]
+    for part in readings:  # a part's sightings count for the whole it belongs to
+        if part not in whole:
+            for seen in whole:
+                if part.text.lower() in seen.text.lower():
+                    seen.first_ns, seen.last_ns = min(seen.first_ns, part.first_ns), max(seen.last_ns, part.last_ns)
+    return whole
 
 
 def seen_drafts(clip: ClipEvidence, ids: dict[str, str]) -> list[MemoryDraft]:
