@@ -78,7 +78,7 @@ RELATED_GROUPS = (
     "pet dog cat bird hamster rabbit parrot animal",
     "exercise sport jog run swim gym yoga tennis football soccer",
     "birthday party celebrate",
-    "carry hold wear grab",  # having something in hand ("what was Bob carrying?" / "seen with a cup, holding it")
+    "carry hold wear grab pick",  # having something in hand ("what was Bob carrying?" / "<face_2> picks up a cup")
 )
 # Parameters of this back-end's searches (documented above; model back-ends keep the loop's).
 EXTRACTIVE_SEARCH = {"top_k": 3, "threshold": 0.3, "node_top_k": 30}
@@ -100,9 +100,13 @@ def id_lookup(instruction: str) -> str | None:
     return match.group(1) if match and asks_for_id(text) else None
 
 
+IRREGULAR = {"seen": "see", "saw": "see"}  # "did you see the cat?" meets "A cat is seen."
+
+
 def _stem(word: str) -> str:
-    """Light stemming so that takes/taking/take, pictures/picture, moved/move meet."""
+    """Light stemming so that takes/taking/take, pictures/picture, moved/move, saw/seen/see meet."""
     word = word.lower().replace("'s", "").strip("'")
+    word = IRREGULAR.get(word, word)
     if len(word) > 4 and word.endswith("ies"):
         word = word[:-3] + "y"
     elif len(word) > 3 and word.endswith("s") and not word.endswith("ss") and not word.endswith("us"):

@@ -53,7 +53,8 @@ def memory(tmp_path_factory):
     [
         ("What does the note say?", "Plumber comes Friday at 10"),
         ("When is the plumber coming?", "Friday at 10"),
-        ("What was Priya carrying?", "umbrella"),
+        ("What was Priya seen with?", "umbrella"),
+        ("What was Priya carrying?", "book"),  # the latest thing she had in hand: picked up at 61 s
         ("Who picked up the book?", "Priya"),
     ],
 )

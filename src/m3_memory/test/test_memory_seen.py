@@ -87,6 +87,9 @@ def test_lines_of_one_note_are_one_text_and_a_line_missed_in_one_keyframe_adds_n
             line("text_1", "Please take", 5.0, 20.0, 100.0), line("text_4", "Room 12", 5.0, 300.0, 136.0),
             # keyframe at 8 s: big letters over small ones are two texts
             line("text_5", "SALE", 8.0, 20.0, 200.0, h=60.0), line("text_6", "ends Monday", 8.0, 20.0, 270.0),
+            # keyframe at 11 s: a turned note's padded boxes overlap a little; a lone stroke read as "K" is no text
+            line("text_7", "Call the", 11.0, 20.0, 300.0, h=30.0), line("text_8", "plumber", 11.0, 25.0, 322.0, h=30.0),
+            line("text_9", "K", 11.0, 400.0, 20.0), line("text_10", " . ", 11.0, 400.0, 200.0),
         ],
     )  # fmt: skip
     texts = seen_texts(evidence)
@@ -96,6 +99,7 @@ def test_lines_of_one_note_are_one_text_and_a_line_missed_in_one_keyframe_adds_n
         ("Room 12", 5 * S, 5 * S),
         ("SALE", 8 * S, 8 * S),
         ("ends Monday", 8 * S, 8 * S),
+        ("Call the plumber", 11 * S, 11 * S),
     ]
 
 

@@ -23,6 +23,10 @@ NEAR_NS = NS // 2  # a face seen this close to an object's sighting was in view 
 # say?", "what was written on the sign?") are in the memory, so a search and the rules' reasoner find it.
 WRITTEN = "A written note or sign says:"
 LINE_GAP = 1.2  # the most space between two lines of one note, in line heights
+# ... and the most their boxes may overlap: a turned note's lines have axis-aligned boxes taller than the
+# letters, and the detector pads them
+LINE_OVERLAP = 0.5
+MIN_CHARACTERS = 2  # letters or digits a reading needs: a lone "K" is a stroke of something, not text
 
 
 @dataclass
@@ -74,12 +78,18 @@ def seen_objects(clip: ClipEvidence, ids: dict[str, str]) -> list[SeenObject]:
 
 
 def _stacked(upper: TextEvidence, lower: TextEvidence) -> bool:
-    """Two lines of one note: `lower` starts under `upper` within LINE_GAP line heights, their spans
-    across overlap, and their letters are of a size (ratio at most 2)."""
+    """Two lines of one note: `lower` starts under `upper` within LINE_GAP line heights (their boxes
+    overlapping by LINE_OVERLAP at most), their spans across overlap, and their letters are of a size (ratio
+    at most 2)."""
     ux, uy, uw, uh = upper.bbox
     lx, ly, lw, lh = lower.bbox
     size = max(uh, lh)
-    return 0 <= ly - (uy + uh) <= LINE_GAP * size and min(ux + uw, lx + lw) > max(ux, lx) and min(uh, lh) * 2 >= size
+    return (
+        -LINE_OVERLAP * size <= ly - (uy + uh) <= LINE_GAP * size
+        and ly > uy
+        and min(ux + uw, lx + lw) > max(ux, lx)
+        and min(uh, lh) * 2 >= size
+    )
 
 
 def text_blocks(texts: list[TextEvidence]) -> list[TextEvidence]:
@@ -121,7 +131,7 @@ def seen_texts(clip: ClipEvidence) -> list[SeenText]:
     for stamp in sorted(by_stamp):
         for t in text_blocks(by_stamp[stamp]):
             text = " ".join(t.text.split())
-            if not text:
+            if sum(c.isalnum() for c in text) < MIN_CHARACTERS:
                 continue
             old = by_region.get(t.region_id)
             if old is None:
