@@ -7,7 +7,8 @@ One episodic memory per object class seen in the clip ("<face_2> is seen with a 
 are the face pipeline's: the detector's "person" boxes give no memory. A face seen within NEAR_NS of an
 object's sightings is named with it, so "what was Bob holding?" finds the cup seen with Bob; the line says
 that holding is not told apart from standing near. Where the boxes show it (memorize.holders), the
-person picks up, holds or puts down the object: "<face_2> picks up a cup."
+person picks up, holds or puts down the object: "<face_2> picks up a cup.", and then no face is "seen with"
+that class in the clip. Lines of text one keyframe shows stacked are one note (text_blocks).
 """
 
 from __future__ import annotations
@@ -169,9 +170,10 @@ def seen_drafts(clip: ClipEvidence, ids: dict[str, str]) -> list[MemoryDraft]:
         text = f"<{e.face_id}> {e.kind} {_article(e.label).lower()} {e.label}."
         drafts.append(MemoryDraft(KIND_EPISODIC, text, e.stamp_ns, e.stamp_ns))
     for seen in seen_objects(clip, ids):
-        seen.with_faces = [f for f in seen.with_faces if f not in holding.get(seen.label, set())]
-        if seen.label in holding and not seen.with_faces:
-            continue  # the events above say it
+        if seen.label in holding:
+            # the boxes showed who has it: the events above say so, and the others in view only stood by
+            # (the tracker may split one thing into several ids, so the class, not the id, decides)
+            continue
         count = f" ({len(seen.object_ids)} of them)" if len(seen.object_ids) > 1 else ""
         thing = f"{_article(seen.label).lower()} {seen.label}{count}"
         if seen.with_faces:  # person first: "what was Bob carrying?" asks about the person
