@@ -124,5 +124,20 @@ def test_the_demo_has_six_questions_only_seeing_answers():
     labels = {t["thing"] for t in things}
     written = words(" ".join(t.get("text", "") for t in things)) - said
     assert labels >= {"cup", "cat", "note", "sign"} and not labels & said and written
-    seeing = [q["q"] for q in script["questions"] if words(q["q"]) & (labels | written)]
-    assert len(seeing) >= 6, seeing
+    seeing = [q for q in script["questions"] if q.get("seen")]
+    assert len(seeing) >= 6
+    for q in seeing:  # each asks about a thing or what is written on one, or has one for its answer
+        assert words(f"{q['q']} {q['a']}") & (labels | written), q["q"]
+
+
+def test_the_bench_counts_the_questions_only_seeing_answers():
+    from m3_agent.bench.replay import seeing_figures
+
+    script = yaml.safe_load((DEMO / "episode.yaml").read_text())
+    records = [{"question": q["q"], "verdict": i % 2 == 0} for i, q in enumerate(script["questions"])]
+    seen = [r for r, q in zip(records, script["questions"], strict=True) if q.get("seen")]
+    assert seeing_figures(None, records) == {
+        "seeing_questions": len(seen),
+        "seeing_right": sum(r["verdict"] for r in seen),
+    }
+    assert seeing_figures(DEMO / "episode_unseen.yaml", records)["seeing_questions"] == 0  # other questions

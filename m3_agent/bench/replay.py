@@ -110,6 +110,19 @@ def ask_questions(out: Path, questions_file: str, params_file: str, overrides: d
     return records, method
 
 
+def seeing_figures(script: str | Path | None, records: list[dict]) -> dict:
+    """How many of the script's questions only seeing answers (`seen: true`, demo/things.py) were asked
+    and answered right."""
+    import yaml
+
+    from m3_agent.demo.generate import default_script
+
+    questions = yaml.safe_load(Path(script or default_script()).read_text())["questions"]
+    seen = {q["q"] for q in questions if q.get("seen")}
+    asked = [r for r in records if r["question"] in seen]
+    return {"seeing_questions": len(asked), "seeing_right": sum(1 for r in asked if r["verdict"])}
+
+
 def run(args: argparse.Namespace, llm) -> dict:
     from m3_agent.bringup import default_params_file
     from m3_agent.evaluation import report
@@ -138,6 +151,7 @@ def run(args: argparse.Namespace, llm) -> dict:
         "questions": summary["questions"],
         "accuracy": round(summary["accuracy"], 4),
         "accuracy_by_type": {t: round(v["accuracy"], 4) for t, v in summary["by_type"].items()},
+        **seeing_figures(args.episode, records),
         "answer_s_mean": round((asked - ready) / max(1, summary["questions"]), 3),
         "answer_s_p50": _percentile(seconds, 50),
         "answer_s_p90": _percentile(seconds, 90),

@@ -11,7 +11,8 @@ scene's `present` is off-camera for that line. `named: false` marks a person who
 said or given in the episode (a benchmark must not count that name as missing); `spellings` lists
 other ways to write a name (Sofia: [Sophia]) that a benchmark accepts as that name.
 
-Things (optional): a scene's `things` are objects and notes the camera sees (demo/things.py).
+Things (optional): a scene's `things` are objects and notes the camera sees (demo/things.py); a question
+with `seen: true` is one only seeing answers (`m3 bench replay` counts them apart).
 
 Places (optional): `places` names the regions of the home in the memory node's regions-file format,
 and every scene then says where the robot is (`place: kitchen`); demo/places.py turns that into a
@@ -145,6 +146,8 @@ def validate(script: dict) -> list[str]:
             problems.append(f"question {number}: needs q and a")
         if q.get("at") != "end" and q.get("at") not in refs:
             problems.append(f"question {number}: at {q.get('at')!r} is neither 'end' nor a line after:S.L")
+        if not isinstance(q.get("seen", False), bool):
+            problems.append(f"question {number}: seen must be true or false")
         unknown = [t for t in q.get("type", []) if t not in QUESTION_TYPES]
         if unknown or not q.get("type"):
             problems.append(f"question {number}: type {q.get('type')!r} is not a list of {QUESTION_TYPES}")
