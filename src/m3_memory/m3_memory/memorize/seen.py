@@ -2,13 +2,13 @@
 text it read (issue 23). Both memorizers store these lines (the record of the evidence, as "<face_1> is
 seen."), and the model memorizer's clip text shows them (clip_prompt.describe).
 
-One episodic memory per object class seen in the clip ("<face_2> is seen with a cup, holding it or near it.",
-"A cup is seen.") and one per piece of text ('A written note or sign says: "Dentist Tuesday 3 pm"'). People
-are the face pipeline's: the detector's "person" boxes give no memory. A face seen within NEAR_NS of an
-object's sightings is named with it, so "what was Bob holding?" finds the cup seen with Bob; the line says
-that holding is not told apart from standing near. Where the boxes show it (memorize.holders), the
-person picks up, holds or puts down the object: "<face_2> picks up a cup.", and then no face is "seen with"
-that class in the clip. Lines of text one keyframe shows stacked are one note (text_blocks).
+One episodic memory per object class seen in the clip ("<face_2> is seen near a cup.", "A cup is seen.")
+and one per piece of text ('A written note or sign says: "Dentist Tuesday 3 pm"'). People are the face
+pipeline's: the detector's "person" boxes give no memory. A face seen within NEAR_NS of an object's
+sightings was in view with it: "seen near", which claims no holding, since everyone in view would be
+holding it (three people around a table and a cup). Who has it comes from the boxes (memorize.holders):
+"<face_2> picks up a cup.", "holds", "puts down"; and then no face is "seen near" that class in the clip.
+Lines of text one keyframe shows stacked are one note (text_blocks).
 """
 
 from __future__ import annotations
@@ -178,9 +178,8 @@ def seen_drafts(clip: ClipEvidence, ids: dict[str, str]) -> list[MemoryDraft]:
         thing = f"{_article(seen.label).lower()} {seen.label}{count}"
         if seen.with_faces:  # person first: "what was Bob carrying?" asks about the person
             people = " and ".join(f"<{f}>" for f in seen.with_faces)
-            it = "them" if count else "it"  # the detector cannot tell holding from standing near
             verb = "is" if len(seen.with_faces) == 1 else "are"
-            text = f"{people} {verb} seen with {thing}, holding {it} or near {it}."
+            text = f"{people} {verb} seen near {thing}."  # in view together; holding is the events' to say
         else:
             text = f"{thing[0].upper()}{thing[1:]} is seen."
         drafts.append(MemoryDraft(KIND_EPISODIC, text, seen.first_ns, seen.last_ns))
