@@ -192,7 +192,8 @@ def where_it_happened(question: str, memory: Memory, text: str) -> str:
     region = memory.place.region if memory.place is not None else ""
     if not region or answer_kind(question) != "place":
         return ""
-    if not ROOM_QUESTION_RE.search(question) and ANSWER_PLACE_RE.search(text):
+    seen = SEEN_RE.search(text)  # a seen line names no place ("seen near a cup": near the people)
+    if not ROOM_QUESTION_RE.search(question) and not seen and ANSWER_PLACE_RE.search(text):
         return ""
-    how = "said" if _quoted(memory) is not None else "seen" if SEEN_RE.search(text) else "noted"
+    how = "said" if _quoted(memory) is not None else "seen" if seen else "noted"
     return f"({how} in the {region})"

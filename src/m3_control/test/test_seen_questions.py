@@ -68,6 +68,8 @@ def test_seen_things_answer_questions(memory, question, expected):
     [
         ("Where did Priya leave the book?", "Priya puts down a book. (seen in the kitchen)"),
         ("Where is the cup?", "A cup is seen. (seen in the living room)"),
+        # "near" a person is no place: the room still answers (the name is not among this memory's evidence)
+        ("Where is the vase now?", "someone whose name I don't know is seen near a vase. (seen in the kitchen)"),
     ],
 )
 def test_where_a_thing_was_seen_is_the_room_the_robot_was_in(question, expected):
@@ -82,6 +84,14 @@ def test_where_a_thing_was_seen_is_the_room_the_robot_was_in(question, expected)
         (0, [Memory("episodic_1", "episodic", "<face_1> puts down a book.", 0, entity_ids=("face_1",), place=kitchen)]),
         (0, [Memory("semantic_2", "semantic", "<face_1> is named Priya.", 0, entity_ids=("face_1",))]),
         (1, [Memory("episodic_3", "episodic", "A cup is seen.", 1, place=living)]),
+        (
+            2,
+            [
+                Memory(
+                    "episodic_4", "episodic", "<face_1> is seen near a vase.", 2, entity_ids=("face_1",), place=kitchen
+                )
+            ],
+        ),
     ]
     result = run_loop(question, ExtractiveReasoner(), FakeMemory(clips), load_skills(), LoopConfig(max_rounds=3))
     assert result.code == SUCCEEDED and result.answer == expected, result.answer
