@@ -38,6 +38,14 @@ NOT_PEOPLE = set("The A An I It Its This That These Those There Here He She They
 # "In which room did ...?", "What place ...": the place where something happened, not one its words name
 # A memory of what the camera showed (m3_memory's memorize/seen.py and holders.py): "seen in the kitchen".
 SEEN_RE = re.compile(r"\b(?:is|are) seen\b|\b(?:picks up|puts down|holds) an? \w|\bnote or sign says:")
+# What the camera read (m3_memory's memorize/seen.py), and the questions that ask for it: "What does the note on
+# the fridge say?", "What did the sign read?", "What is written on the board?" (a said line that mentions a
+# note is not what a note says).
+WRITTEN_RE = re.compile(r"\bnote or sign says:")
+WRITTEN_QUESTION_RE = re.compile(
+    r"\bwhat (?:is|was|were) (?:written|printed)\b"
+    r"|^what (?:does|did|do)\b.*\b(?:note|sign|notice|label|poster|card|board|letter|screen)s?\b.*\b(?:say|read|tell)\b"
+)
 ROOM_QUESTION_RE = re.compile(r"\b(?:which|what) (?:room|place|part of the (?:house|home|flat|building))\b", re.I)
 # "What is X's job?", "What does X do for a living?", "What is the profession of ...?"
 ROLE_QUESTION_RE = re.compile(
@@ -64,7 +72,7 @@ MAX_REPLY_GAP = 4  # node ids between a question and its reply (the question's o
 
 
 def answer_kind(instruction: str) -> str:
-    """What the instruction asks for: "time", "place", "number", "person", "role" or ""."""
+    """What the instruction asks for: "time", "place", "number", "person", "role", "written" or ""."""
     text = instruction.lower().strip()
     if re.match(r"^(?:when\b|what (?:time|day|date)\b|which day\b)", text):
         return "time"
@@ -76,6 +84,8 @@ def answer_kind(instruction: str) -> str:
         return "person"
     if ROLE_QUESTION_RE.search(text):
         return "role"
+    if WRITTEN_QUESTION_RE.search(text):
+        return "written"
     return ""
 
 
@@ -89,6 +99,8 @@ def holds_kind(text: str, kind: str, names: set[str]) -> bool:
         return bool(NUMBER_RE.search(text))
     if kind == "role":
         return bool(ROLE_STATEMENT_RE.search(text))
+    if kind == "written":
+        return bool(WRITTEN_RE.search(text))
     if kind == "person":
         capitalised = set(re.findall(r"\b[A-Z][a-z]+\b", text)) - NOT_PEOPLE
         return bool(

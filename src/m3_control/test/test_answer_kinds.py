@@ -69,6 +69,10 @@ def ask(instruction: str):
         ("Who looks after the bees?", "person"),
         ("Where do the frames go?", "place"),
         ("What colour is the shed?", ""),
+        ("What does the note on the fridge say?", "written"),
+        ("What did the sign by the door read?", "written"),
+        ("What is written on the whiteboard?", "written"),
+        ("What does Oskar say about the notebook?", ""),
     ],
 )
 def test_answer_kind(question, kind):

@@ -63,11 +63,15 @@ def test_seen_things_answer_questions(memory, question, expected):
     assert result.code == SUCCEEDED and expected in result.answer, result.answer
 
 
+NOTE = "Dentist Wednesday 4 pm"
+
+
 @pytest.mark.parametrize(
     ("question", "expected"),
     [
         ("Where did Priya leave the book?", "Priya puts down a book. (seen in the kitchen)"),
         ("Where is the cup?", "A cup is seen. (seen in the living room)"),
+        ("What does the note in the kitchen say?", f'A written note or sign says: "{NOTE}"'),  # not a said "note"
         # "near" a person is no place: the room still answers (the name is not among this memory's evidence)
         ("Where is the vase now?", "someone whose name I don't know is seen near a vase. (seen in the kitchen)"),
     ],
@@ -79,19 +83,16 @@ def test_where_a_thing_was_seen_is_the_room_the_robot_was_in(question, expected)
     from m3_control.memory_client import Memory
     from m3_memory.graph.records import Place
 
+    priya = ("face_1",)
     kitchen, living = Place("map", 1.0, 2.0, 0.0, "kitchen"), Place("map", 5.0, 2.0, 0.0, "living room")
     clips = [
         (0, [Memory("episodic_1", "episodic", "<face_1> puts down a book.", 0, entity_ids=("face_1",), place=kitchen)]),
         (0, [Memory("semantic_2", "semantic", "<face_1> is named Priya.", 0, entity_ids=("face_1",))]),
         (1, [Memory("episodic_3", "episodic", "A cup is seen.", 1, place=living)]),
-        (
-            2,
-            [
-                Memory(
-                    "episodic_4", "episodic", "<face_1> is seen near a vase.", 2, entity_ids=("face_1",), place=kitchen
-                )
-            ],
-        ),
-    ]
+        (2, [Memory("episodic_4", "episodic", "<face_1> is seen near a vase.", 2, entity_ids=priya, place=kitchen)]),
+        (1, [Memory("episodic_5", "episodic", f'A written note or sign says: "{NOTE}"', 1, place=kitchen)]),
+        # later, a said line with the same words: a note mentioned is not what a note says
+        (3, [Memory("episodic_6", "episodic", '<face_1> says: "I left a note for the plumber."', 3, place=kitchen)]),
+    ]  # fmt: skip
     result = run_loop(question, ExtractiveReasoner(), FakeMemory(clips), load_skills(), LoopConfig(max_rounds=3))
     assert result.code == SUCCEEDED and result.answer == expected, result.answer
