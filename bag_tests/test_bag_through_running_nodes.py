@@ -231,7 +231,11 @@ def test_keep_up_playback_is_as_fast_as_perception_and_drops_nothing(ros, episod
         wait_for_service(ros, GetStats, "/m3/memory/get_stats")
         tracks, voices = [], []
         subscribe_to_perception(ros, tracks.append, voices.append, depth=1000)
-        BagPlayer(ros, str(episode_bag), keep_up_options(rate=0.0)).play()
+        player = BagPlayer(ros, str(episode_bag), keep_up_options(rate=0.0))
+        player.play()
+        # perception paces the play on its camera and microphone only: the pose track it does not take
+        # (memory_node here follows none) must not let a second frame into its one-frame slot
+        assert player.consumer_takes() == {"/camera/image_raw/compressed", "/audio"}
         frames = bag_info(episode_bag).topics["/camera/image_raw/compressed"][1]
         deadline = time.monotonic() + 60
         while (len(tracks) < frames or len(voices) < 4) and time.monotonic() < deadline:

@@ -12,7 +12,14 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosbags.rosbag2 import Reader
 
 from m3_agent.recording.bag_reader import bag_info, deserialize, iter_messages
-from m3_agent.recording.player import BagPlayer, PlaybackOptions, keep_up_target, parse_remaps, stream_stamp_ns
+from m3_agent.recording.player import (
+    BagPlayer,
+    PlaybackOptions,
+    consumed_topics,
+    keep_up_target,
+    parse_remaps,
+    stream_stamp_ns,
+)
 from m3_agent.recording.video2bag import ConversionOptions, convert
 from m3_agent.recording.video_writer import write_video
 from m3_runtime.node_shutdown import spinning
@@ -152,6 +159,18 @@ def test_keep_up_never_waits_past_what_was_sent_on_a_topic():
     assert keep_up_target(10 * s, 0.25, {}) == 10 * s - s // 4
     assert keep_up_target(10 * s, 0.25, {"/camera": 10 * s, "/audio": 9_900_000_000}) == 9_750_000_000
     assert keep_up_target(10 * s, 0.25, {"/camera": 2 * s, "/audio": 9_900_000_000}) == 2 * s  # camera stopped
+    # a pose track every 0.5 s that the consumer does not take must not lower the bar (two frames in flight)
+    sent = {"/camera": 9_800_000_000, "/audio": 9_900_000_000, "/amcl_pose": 9_510_000_000}
+    assert keep_up_target(10 * s, 0.25, sent, {"/camera", "/audio"}) == 9_750_000_000
+    assert keep_up_target(10 * s, 0.25, sent) == 9_510_000_000  # consumer not known yet: every topic caps
+    assert keep_up_target(10 * s, 0.25, {**sent, "/audio": 3 * s}, {"/camera", "/audio"}) == 3 * s
+
+
+def test_the_consumer_takes_the_topics_its_node_subscribes_to():
+    perception, memory = ("perception_node", "/"), ("memory_node", "/")
+    subscribers = {"/camera": {perception}, "/audio": {perception, memory}, "/amcl_pose": {memory}, "/x": set()}
+    assert consumed_topics({perception}, subscribers) == {"/camera", "/audio"}
+    assert consumed_topics(set(), subscribers) is None  # the progress topic's publisher not discovered yet
 
 
 def test_progress_is_counted_in_header_stamps():

@@ -24,6 +24,7 @@ from m3_agent.recording.bag_reader import ReadStatus, bag_info, iter_deserialize
 from m3_runtime.stamps import StampRejected, header_ns
 
 UNSUBSCRIBED_AFTER_S = 3.0  # discovery has settled by then: a topic still without a subscriber is said
+CONSUMERS_REFRESH_S = 1.0  # how often keep-up looks up which played topics its consumer takes (discovery)
 
 
 def message_class(msgtype: str) -> type:
@@ -97,9 +98,22 @@ class PlaybackOptions:
             raise ValueError("keep-up lead and timeout must be > 0")
 
 
-def keep_up_target(stamp_ns: int, lead_s: float, sent: dict[str, int]) -> int:
-    """The consumer progress [ns] to wait for before sending a message recorded at stamp_ns."""
-    return min([stamp_ns - round(lead_s * 1e9), *sent.values()])
+def keep_up_target(stamp_ns: int, lead_s: float, sent: dict[str, int], consumed: set[str] | None = None) -> int:
+    """The consumer progress [ns] to wait for before sending a message recorded at stamp_ns: stamp - lead,
+    but never past the last message sent on a topic the consumer takes (`consumed`; None: any topic), since
+    its progress stops at each of its streams' last input. A topic it does not take must not lower the bar:
+    a pose track sent every 0.5 s would let two camera frames be in flight, and the second would replace
+    the first in the consumer's one-frame slot."""
+    capped = [t for topic, t in sent.items() if consumed is None or topic in consumed]
+    return min([stamp_ns - round(lead_s * 1e9), *capped])
+
+
+def consumed_topics(consumers: set[tuple[str, str]], subscribers: dict[str, set[tuple[str, str]]]) -> set[str] | None:
+    """The played topics (keys of `subscribers`: topic -> its subscribing nodes as (name, namespace)) that a
+    consumer node (the publishers of the progress topic) subscribes to; None while no consumer is known."""
+    if not consumers:
+        return None
+    return {topic for topic, nodes in subscribers.items() if nodes & consumers}
 
 
 def stream_stamp_ns(msg, recorded_ns: int) -> int:
@@ -137,23 +151,41 @@ class BagPlayer:
         self.status = ReadStatus()  # messages skipped (CDR that does not deserialize), damage found
         self._progress_ns = -(2**62)  # no progress reported yet (stream stamps may start at 0)
         self._progress = threading.Condition()
+        self._consumed: tuple[float, set[str] | None] = (float("-inf"), None)  # (looked up at, topics)
         if options.keep_up_topic:
-            node.create_subscription(Clock, options.keep_up_topic, self._on_progress, 10)
+            self._progress_sub = node.create_subscription(Clock, options.keep_up_topic, self._on_progress, 10)
 
     def _on_progress(self, message: Clock) -> None:
         with self._progress:
             self._progress_ns = max(self._progress_ns, message.clock.sec * 1_000_000_000 + message.clock.nanosec)
             self._progress.notify_all()
 
+    def consumer_takes(self) -> set[str] | None:
+        """consumed_topics from the ROS graph, looked up again after CONSUMERS_REFRESH_S (discovery goes on)."""
+        looked_up, topics = self._consumed
+        if time.monotonic() - looked_up < CONSUMERS_REFRESH_S:
+            return topics
+        graph = self._node
+        consumers = {
+            (i.node_name, i.node_namespace) for i in graph.get_publishers_info_by_topic(self._progress_sub.topic_name)
+        }
+        subscribers = {
+            topic: {(i.node_name, i.node_namespace) for i in graph.get_subscriptions_info_by_topic(p.topic_name)}
+            for topic, p in self._publishers.items()
+        }
+        topics = consumed_topics(consumers, subscribers)
+        self._consumed = (time.monotonic(), topics)
+        return topics
+
     def _keep_up(self, topic: str, stamp_ns: int, sent: dict[str, int], should_stop: Callable[[], bool]) -> bool:
         """Block until the consumer has processed up to stamp - lead (each topic's first message is free), but
-        never past the last message sent on any topic (`sent`, header stamps: what the consumer's
+        never past the last message sent on a topic it takes (`sent`, header stamps: what the consumer's
         progress counts in): a consumer holds its progress at each stream's last input, and a stream
-        that stopped early must not stall the rest.
+        that stopped early must not stall the rest (keep_up_target).
         False when told to stop meanwhile (Ctrl-C)."""
         if topic not in sent:
             return True  # each topic's first message is free: the consumer reports nothing before input
-        needed = keep_up_target(stamp_ns, self._options.keep_up_lead_s, sent)
+        needed = keep_up_target(stamp_ns, self._options.keep_up_lead_s, sent, self.consumer_takes())
         deadline = time.monotonic() + self._options.keep_up_timeout_s
         with self._progress:
             while self._progress_ns < needed:
