@@ -51,8 +51,8 @@ def replay_texts(bag, memory, *settings: str) -> tuple[dict, list[str]]:
 def test_replay_remembers_what_the_note_says_and_the_cup(bag, tmp_path):
     report, texts = replay_texts(bag, tmp_path / "on", *ON)
     assert report["clips_stored"] == 1, report
-    assert 'A written note or sign says: "Meeting at 3 pm"' in texts, texts  # one memory per line read
-    assert 'A written note or sign says: "Room 204, bring keys"' in texts, texts
+    # the note's two lines, read in one keyframe, are one memory, read top to bottom
+    assert 'A written note or sign says: "Meeting at 3 pm Room 204, bring keys"' in texts, texts
     assert "A cup is seen." in texts, texts
 
 
