@@ -164,13 +164,12 @@ def seen_drafts(clip: ClipEvidence, ids: dict[str, str]) -> list[MemoryDraft]:
     up, holds and puts down what (memorize.holders)."""
     drafts = []
     events = holder_events(clip, ids)
-    holding: dict[str, set[str]] = {}
+    held = {e.label for e in events}
     for e in events:
-        holding.setdefault(e.label, set()).add(e.face_id)
         text = f"<{e.face_id}> {e.kind} {_article(e.label).lower()} {e.label}."
         drafts.append(MemoryDraft(KIND_EPISODIC, text, e.stamp_ns, e.stamp_ns))
     for seen in seen_objects(clip, ids):
-        if seen.label in holding:
+        if seen.label in held:
             # the boxes showed who has it: the events above say so, and the others in view only stood by
             # (the tracker may split one thing into several ids, so the class, not the id, decides)
             continue
