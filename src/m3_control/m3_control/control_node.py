@@ -18,15 +18,14 @@ import collections
 import os
 import threading
 import time
-from typing import Any
 
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
 
-from m3_control.action_qos import DEFAULT_DEPTH, server_qos
-from m3_control.backends import BACKENDS, make_reasoner
+from m3_control.action_qos import server_qos
+from m3_control.backends import make_reasoner
 from m3_control.extractive_reasoner import ExtractiveReasoner
 from m3_control.loop import (
     CANCELED,
@@ -40,98 +39,26 @@ from m3_control.loop import (
 )
 from m3_control.memory_client import MemoryClient, MemoryQueryRejected, MemoryUnavailable
 from m3_control.nav_targets import with_targets
+from m3_control.node_parameters import PARAMETERS
 from m3_control.openai_reasoner import OpenAIConfig
 from m3_control.reasoner import Reasoner
 from m3_control.result_msgs import to_result
 from m3_control.ros_memory_client import RosMemoryClient
 from m3_control.second_opinion import ask_rules_when_unsure
 from m3_control.skills import load_skills
+from m3_control.view import ViewState, answer_now, view_question
+from m3_control.view_input import ViewInput
 from m3_interfaces.action import Instruct
 from m3_memory.place.regions import Regions
 from m3_memory.robot_ids import check_robot_id, robot_id_problem
 from m3_memory.search.as_of import AsOfError, check_as_of, stamp_ns
-from m3_runtime.managed_node import AUTOSTART, ManagedNode, run_node
+from m3_runtime.managed_node import ManagedNode, run_node
 from m3_runtime.parameter_checks import declare_checked
 
 NODE_NAME = "control_node"
 ACTION_NAME = "m3/instruct"  # relative: a robot namespace (__ns:=/robot_a) puts it under /robot_a
 GOAL_POLICIES = ("queue", "reject", "preempt")
 QUIESCE_S = 5.0  # deactivate waits this long for a running goal to end
-
-
-def _float(description: str, low: float, high: float) -> ParameterDescriptor:
-    return ParameterDescriptor(
-        description=description,
-        floating_point_range=[FloatingPointRange(from_value=low, to_value=high, step=0.0)],
-        read_only=True,
-    )
-
-
-def _int(description: str, low: int, high: int) -> ParameterDescriptor:
-    return ParameterDescriptor(
-        description=description, integer_range=[IntegerRange(from_value=low, to_value=high, step=1)], read_only=True
-    )
-
-
-def _text(description: str, read_only: bool = True) -> ParameterDescriptor:
-    return ParameterDescriptor(description=description, read_only=read_only)
-
-
-# name: (default, descriptor). Everything but goal_policy is read once at start-up, hence read-only.
-PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
-    "autostart": AUTOSTART,
-    "backend": ("extractive", _text(f"reasoner back-end: one of {', '.join(BACKENDS)}")),
-    "endpoint": ("http://localhost:8000/v1", _text("openai back-end: base URL of an OpenAI-compatible API")),
-    "model": ("M3-Agent-Control", _text("openai: model name sent to the endpoint; vllm: local weights directory")),
-    "api_key_env": ("OPENAI_API_KEY", _text("environment variable holding the endpoint's API key (unset: none sent)")),
-    "temperature": (0.6, _float("sampling temperature (reference 0.6)", 0.0, 2.0)),
-    "top_p": (0.95, _float("nucleus sampling top_p (reference 0.95)", 0.0, 1.0)),
-    "max_tokens": (1024, _int("most tokens per model reply (reference 1024)", 1, 32768)),
-    "timeout_s": (60.0, _float("seconds to wait for one model reply", 0.1, 3600.0)),
-    "retries": (2, _int("model requests retried after a transport failure, then MODEL_UNREACHABLE", 0, 10)),
-    "reasks": (2, _int("re-asks after a malformed reply or a rejected plan, then MODEL_ERROR", 0, 10)),
-    "response_format": (
-        "none",
-        _text("openai: reply constraint: json_schema (vLLM, llama-server), json_object (llama-cpp-python), none"),
-    ),
-    "stream": (True, _text("openai: stream replies, so a cancel also stops the server generating")),
-    "knowledge": ("reference", _text("openai: knowledge turns: reference (clips as JSON) or compact (small models)")),
-    "knowledge_limit": (8, _int("openai, compact knowledge: new memories shown per search", 1, 100)),
-    "prefetch": (0, _int("openai: searches before the model is first asked (0: it picks every query)", 0, 10)),
-    "system_prompt_file": (
-        "",
-        _text("prompt file with {skills}; empty: prompts/system_json.txt with a response_format, else system.txt"),
-    ),
-    "skills_file": ("", _text("skill vocabulary YAML; empty: the installed config/skills.yaml")),
-    "top_k": (2, _int("clips per search_clip (reference 2)", 1, 100)),
-    "threshold": (0.5, _float("minimum clip score for search_clip, cosine (reference 0.5)", -1.0, 1.0)),
-    "node_top_k": (20, _int("memory nodes per search_node for character-id queries (reference 20)", 1, 100)),
-    "rules_when_unsure": (
-        True,
-        _text("a model reasoner's 'I don't know' is replaced by the rules' (extractive) answer when they find one"),
-    ),
-    "default_max_rounds": (5, _int("rounds used when a goal sets max_rounds 0", 1, 20)),
-    "max_instruction_chars": (2000, _int("longest instruction accepted, else INVALID_GOAL", 1, 100000)),
-    "memory_prefix": ("m3/memory", _text("namespace of the memory services search_clip, search_node, get_entity")),
-    "search_robot_id": (
-        "",
-        _text("whose memories searches cover: '' = every robot sharing the memory (a fleet's), else that robot's"),
-    ),
-    "regions_file": (
-        "",
-        _text("YAML of named regions (the memory node's): navigate_to goes to a named region's centre; empty = none"),
-    ),
-    "utc_offset_s": (
-        0,
-        _int("the askers' offset from UTC, for the day boundaries of 'this morning', 'yesterday' [s]", -50400, 50400),
-    ),
-    "memory_timeout_s": (5.0, _float("seconds to wait for a memory service, then MEMORY_UNAVAILABLE", 0.1, 600.0)),
-    "goal_policy": ("queue", _text("concurrent goals: queue, reject or preempt (may change at run time)", False)),
-    "action_queue_depth": (
-        DEFAULT_DEPTH,
-        _int("goal/result/cancel requests held for the executor, >= clients sending at once (action_qos.py)", 1, 10000),
-    ),
-}
 
 
 class ControlNode(ManagedNode):
@@ -155,6 +82,7 @@ class ControlNode(ManagedNode):
         self._preempted: set[bytes] = set()
         self._stopping = False  # deactivating: every goal ends PREEMPTED
         self._ros_memory: RosMemoryClient | None = None
+        self.view: ViewInput | None = None
 
     def configure(self) -> None:
         policy = self.get_parameter("goal_policy").value
@@ -197,6 +125,9 @@ class ControlNode(ManagedNode):
         self.default_max_rounds = p["default_max_rounds"]
         # a reasoner that only quotes memory (extractive) is the rules already
         self.rules_when_unsure = p["rules_when_unsure"] and not getattr(self.reasoner, "quotes_memory", False)
+        view = ViewState(window_s=p["view_window_s"], max_age_s=p["view_max_age_s"])
+        following = p["objects_topic"] or p["texts_topic"]
+        self.view = ViewInput(self, p["objects_topic"], p["texts_topic"], view) if following else None
         path = p["regions_file"].strip()
         self.regions = Regions.load(os.path.expanduser(path)) if path else Regions.empty()  # bad file: configure fails
         if self._injected_memory is None:
@@ -214,6 +145,8 @@ class ControlNode(ManagedNode):
 
     def go_live(self) -> None:
         self._stopping = False
+        for subscription in self.view.subscriptions(self._group) if self.view is not None else ():
+            self.live(subscription)
         self.live(
             ActionServer(
                 self,
@@ -331,6 +264,9 @@ class ControlNode(ManagedNode):
             return LoopResult(INVALID_GOAL, error_message=problem)
         if refused := self._robot_refused(goal.robot_id or self.loop_config["robot_id"]):
             return LoopResult(INVALID_GOAL, error_message=refused)
+        now_asked = goal.before_clip == -1 and not before_stamp_ns  # an as-of goal asks about the past: memory
+        if now_asked and self.view is not None and (question := view_question(goal.instruction)):
+            return LoopResult(SUCCEEDED, answer=answer_now(question, self.view.state), answered_by="view")
         config = LoopConfig(
             max_rounds=goal.max_rounds or self.default_max_rounds,
             before_clip=goal.before_clip,
