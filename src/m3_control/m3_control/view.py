@@ -13,12 +13,13 @@ subscribes). Pure logic, no rclpy: the node hands in plain sightings.
 - Words are matched to detector classes by name (plurals folded, spaces ignored: "cell phones" is
   "cell phone"), by a label's last word ("glass" is "wine glass") and by a few everyday synonyms of COCO's
   names ("phone", "fridge", "couch"), so a user's own ONNX classes match by name too.
-- Written text is "last read" (read on keyframes, not every image): within `text_window_s` of the newest
-  image it is said to be in view.
+- Written text is read on keyframes, not every image: a region read within `text_window_s` of the newest
+  keyframe is in view, in reading order.
 """
 
 from __future__ import annotations
 
+import collections
 import re
 import threading
 import time
@@ -85,44 +86,45 @@ class Sighting:
     label: str  # the class, or the text read
     confidence: float  # [0..1]
     last_seen_ns: int  # stream clock
+    x: float = 0.0  # box left edge [px]: text is read left to right
+    y: float = 0.0  # box top edge [px]: and top to bottom
 
 
 @dataclass
 class ViewState:
-    """The newest objects and texts perception published, for the question of what is in view now."""
+    """The newest images' objects and keyframes' texts perception published, for what is in view now."""
 
     window_s: float = 1.0  # an object seen this long before the newest image is still in view [s]
     text_window_s: float = 10.0  # text read this long before the newest keyframe is still in view [s]
     max_age_s: float = 3.0  # no image for this long (wall clock): "now" is unknown [s]
-    _objects: dict[str, Sighting] = field(default_factory=dict)
-    _texts: dict[str, Sighting] = field(default_factory=dict)
-    _newest_ns: dict[str, int] = field(default_factory=dict)  # "objects"/"texts": newest stamp (stream clock)
-    _received: dict[str, float] = field(default_factory=dict)  # "objects"/"texts": when it came (monotonic)
+    _images: dict[str, collections.deque] = field(default_factory=dict)  # kind -> (stamp_ns, sightings), oldest first
+    _received: dict[str, float] = field(default_factory=dict)  # kind -> when its newest came (time.monotonic)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def objects(self, stamp_ns: int, sightings: list[Sighting], received: float | None = None) -> None:
-        """One image's objects (ObjectTracks); tracks not seen within window_s are forgotten."""
-        self._update("objects", self._objects, self.window_s, stamp_ns, sightings, received)
+        """One image's objects (ObjectTracks)."""
+        self._update("objects", self.window_s, stamp_ns, sightings, received)
 
     def texts(self, stamp_ns: int, sightings: list[Sighting], received: float | None = None) -> None:
-        """One keyframe's text regions (TextRegions); regions not read within text_window_s are forgotten."""
-        self._update("texts", self._texts, self.text_window_s, stamp_ns, sightings, received)
+        """One keyframe's text regions (TextRegions)."""
+        self._update("texts", self.text_window_s, stamp_ns, sightings, received)
 
-    def _update(self, kind: str, seen: dict, window_s: float, stamp_ns: int, sightings: list, received) -> None:
+    def _update(self, kind: str, window_s: float, stamp_ns: int, sightings: list[Sighting], received) -> None:
         with self._lock:
-            newest = self._newest_ns.get(kind)
-            if newest is not None and stamp_ns < newest - window_s * NS:
-                seen.clear()  # the stream went back in time (a new recording): start over
-                newest = None
-            self._newest_ns[kind] = stamp_ns if newest is None else max(stamp_ns, newest)
+            images = self._images.setdefault(kind, collections.deque())
+            if images and stamp_ns < images[-1][0] - window_s * NS:
+                images.clear()  # the stream went back in time (a recording played again): start over
+            images.append((stamp_ns, list(sightings)))
+            newest = max(stamp for stamp, _ in images)
+            while images[0][0] < newest - window_s * NS:
+                images.popleft()
             self._received[kind] = time.monotonic() if received is None else received
-            seen.update({s.track_id: s for s in sightings})
-            oldest = self._newest_ns[kind] - int(window_s * NS)
-            for key in [k for k, s in seen.items() if s.last_seen_ns < oldest]:
-                del seen[key]
 
     def in_view(self, kind: str, now: float | None = None) -> list[Sighting] | str:
-        """The objects or texts in view now (most confident first), or why that is unknown."""
+        """What is in view now, or why that is unknown. Objects: per class, the image of the window that
+        shows most of them (a tracker that lost and found a person gives it a new id: counting ids over
+        the window would count one person twice), most confident first. Texts: each region's newest
+        reading, top to bottom, left to right."""
         now = time.monotonic() if now is None else now
         with self._lock:
             received = self._received.get(kind)
@@ -132,8 +134,20 @@ class ViewState:
             age = now - received
             limit = self.max_age_s if kind == "objects" else max(self.max_age_s, self.text_window_s)
             if age > limit:
-                return f"nothing has come from perception's {kind} for {age:.0f} s (is it still running?)"
-            return sorted((self._objects if kind == "objects" else self._texts).values(), key=lambda s: -s.confidence)
+                return (
+                    f"nothing has come from perception's {kind} for {age:.0f} s (has the camera or perception stopped?)"
+                )
+            images = list(self._images[kind])
+        if kind == "texts":
+            newest = {s.track_id: s for _, seen in images for s in seen}
+            return sorted(newest.values(), key=lambda s: (s.y, s.x))
+        most: dict[str, list[Sighting]] = {}
+        for _, seen in images:  # oldest first: a newer image showing as many wins
+            for label in {s.label for s in seen}:
+                group = [s for s in seen if s.label == label]
+                if len(group) >= len(most.get(label, ())):
+                    most[label] = group
+        return sorted((s for group in most.values() for s in group), key=lambda s: -s.confidence)
 
 
 def _singular(word: str) -> str:
@@ -180,7 +194,8 @@ def _counted(sightings: list[Sighting]) -> str:
 
 
 def _read(texts: list[Sighting]) -> str:
-    return "; ".join(f'"{t.label}"' for t in sorted(texts, key=lambda t: -t.confidence)[:3])
+    """The texts in reading order, quoted; at most 4 (a page of text is not an answer)."""
+    return "; ".join(f'"{t.label}"' for t in texts[:4])
 
 
 def answer_now(question: ViewQuestion, state: ViewState, now: float | None = None) -> str:

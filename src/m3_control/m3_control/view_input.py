@@ -14,11 +14,11 @@ def _ns(stamp) -> int:
 
 
 def object_sightings(msg: ObjectTracks) -> list[Sighting]:
-    return [Sighting(o.object_id, o.label, float(o.confidence), _ns(o.last_seen)) for o in msg.objects]
+    return [Sighting(o.object_id, o.label, float(o.confidence), _ns(o.last_seen), o.x, o.y) for o in msg.objects]
 
 
 def text_sightings(msg: TextRegions) -> list[Sighting]:
-    return [Sighting(r.region_id, r.text, float(r.confidence), _ns(r.last_seen)) for r in msg.regions]
+    return [Sighting(r.region_id, r.text, float(r.confidence), _ns(r.last_seen), r.x, r.y) for r in msg.regions]
 
 
 class ViewInput:

@@ -62,19 +62,27 @@ def sighting(track: str, label: str, confidence: float, seconds: float) -> Sight
     return Sighting(track, label, confidence, int(seconds * NS))
 
 
-def test_answers_from_the_newest_image():
+def test_answers_from_the_newest_images():
     view = ViewState()
+    first = [
+        sighting("object_1", "cup", 0.8, 10),
+        sighting("object_4", "cup", 0.5, 10),
+        sighting("object_2", "person", 0.9, 10),
+    ]
+    view.objects(10 * NS, first, received=100.0)
+    # half a second later the detector misses one cup, and the tracker gives the person a new id
     view.objects(
-        10 * NS, [sighting("object_1", "cup", 0.8, 10), sighting("object_2", "person", 0.9, 10)], received=100.0
+        10 * NS + NS // 2,
+        [sighting("object_1", "cup", 0.7, 10.5), sighting("object_5", "person", 0.9, 10.5)],
+        received=100.5,
     )
-    view.objects(10 * NS + NS // 2, [sighting("object_3", "cup", 0.6, 10.5)], received=100.5)
     assert answer_now(ViewQuestion("thing", "mug"), view, now=101.0) == "Yes: I see 2 cups now."
-    assert answer_now(ViewQuestion("all"), view, now=101.0) == "I see a person and 2 cups."
+    assert answer_now(ViewQuestion("all"), view, now=101.0) == "I see a person and 2 cups."  # one person, not two
     assert answer_now(ViewQuestion("people"), view, now=101.0) == "Yes: I see a person now."
     no_dog = answer_now(ViewQuestion("thing", "dog"), view, now=101.0)
     assert no_dog == "No: I do not see any dog now. I see a person and 2 cups."
-    # 1.5 s later (stream time) the person and the first cup were not seen again: out of view
-    view.objects(12 * NS, [sighting("object_3", "cup", 0.6, 12)], received=102.0)
+    # 1.5 s on (stream time) only one cup is seen: what the earlier images showed is out of the window
+    view.objects(12 * NS, [sighting("object_1", "cup", 0.6, 12)], received=102.0)
     assert answer_now(ViewQuestion("people"), view, now=102.1) == "No: I see nobody now."
     assert answer_now(ViewQuestion("thing", "cup"), view, now=102.1) == "Yes: I see a cup now."
 
@@ -86,7 +94,8 @@ def test_silent_or_stale_perception_is_not_a_no():
     view.objects(NS, [sighting("object_1", "cup", 0.8, 1)], received=10.0)
     stale = answer_now(ViewQuestion("thing", "cup"), view, now=20.0)
     assert stale == (
-        "I cannot tell what is in view now: nothing has come from perception's objects for 10 s (is it still running?)."
+        "I cannot tell what is in view now: nothing has come from perception's objects for 10 s "
+        "(has the camera or perception stopped?)."
     )
     text = answer_now(ViewQuestion("thing", "note"), view, now=10.5)
     assert text.startswith("I cannot tell whether there is written text in view now: no texts have come")
@@ -95,9 +104,16 @@ def test_silent_or_stale_perception_is_not_a_no():
 def test_written_text_in_view_and_a_new_recording():
     view = ViewState(text_window_s=10.0)
     view.objects(20 * NS, [], received=50.0)
-    view.texts(20 * NS, [sighting("text_1", "Meeting at 3 pm", 0.99, 20)], received=50.0)
-    assert answer_now(ViewQuestion("thing", "sign"), view, now=51.0) == 'Yes: I can read "Meeting at 3 pm".'
-    assert answer_now(ViewQuestion("all"), view, now=51.0) == 'I see nothing I can name. I can read "Meeting at 3 pm".'
+    sign = [
+        Sighting("text_2", "off your shoes", 0.99, 20 * NS, x=100, y=240),  # the lower line, read more surely
+        Sighting("text_1", "Please take", 0.95, 20 * NS, x=110, y=200),
+    ]
+    view.texts(20 * NS, sign, received=50.0)
+    assert (
+        answer_now(ViewQuestion("thing", "sign"), view, now=51.0) == 'Yes: I can read "Please take"; "off your shoes".'
+    )
+    everything = answer_now(ViewQuestion("all"), view, now=51.0)
+    assert everything == 'I see nothing I can name. I can read "Please take"; "off your shoes".'
     view.texts(40 * NS, [], received=60.0)  # read nothing for 20 s of stream time: the note is gone
     assert answer_now(ViewQuestion("thing", "note"), view, now=60.5) == "No: I can read no note now."
     # a recording played again from its start: the stream goes back in time, nothing older stays
