@@ -27,6 +27,7 @@ def seeing_figures(params: Mapping[str, Any]) -> dict:
         confidence=params["object_confidence"],
         min_box_px=params["object_min_box_px"],
         max_box_fraction=params["object_max_box_fraction"],
+        nested=params["object_nested_overlap"],
     )
     objects = evaluate(detector)
     reader = make_reader(

@@ -327,6 +327,7 @@ def build_seeing(p: Mapping[str, Any], log: Log | None = None) -> Any:
                 classes_kept=classes,
                 min_box_px=p["object_min_box_px"],
                 max_box_fraction=p["object_max_box_fraction"],
+                nested=p["object_nested_overlap"],
                 model_path=p["object_model_path"],
                 names_path=p["object_names_path"],
             )

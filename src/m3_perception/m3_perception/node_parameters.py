@@ -107,6 +107,14 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
     ),
     "object_min_box_px": (0, _int("boxes with a shorter side are ignored [px]", 0, 4096)),
     "object_max_box_fraction": (1.0, _float("boxes larger than this fraction of the frame are ignored", 0.01, 1.0)),
+    "object_nested_overlap": (
+        0.9,
+        _float(
+            "of two boxes of a class, one this much inside the other, the less confident is dropped (1: kept)",
+            0.01,
+            1.0,
+        ),
+    ),
     "text_backend": (
         "none",  # off by default, as objects (issue 23)
         _str("written text on m3/texts: 'rapidocr' (PP-OCRv6 small, embedded) or 'none' (off, nothing loaded)"),

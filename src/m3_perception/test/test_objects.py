@@ -72,7 +72,7 @@ def test_limits_classes_sizes_and_bad_values() -> None:
     only = make_detector(classes_kept=["motorbike"], min_box_px=200, confidence=0.2).detect(photo)
     assert [d.label for d in only] == ["motorbike"] and only[0].w >= 500  # the small false one on the bench is gone
     assert make_detector(max_box_fraction=0.05, confidence=0.2).detect(photo)[0].label == "person"
-    for bad in ({"confidence": 0.0}, {"nms": 1.5}, {"min_box_px": -1}, {"max_box_fraction": 0.0}):
+    for bad in ({"confidence": 0.0}, {"nms": 1.5}, {"min_box_px": -1}, {"max_box_fraction": 0.0}, {"nested": 0.0}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             make_detector("none", **bad)
     with pytest.raises(ValueError, match=r"not classes of this model.*"):
@@ -83,6 +83,26 @@ def test_limits_classes_sizes_and_bad_values() -> None:
         make_detector("onnx")
     with pytest.raises(ValueError, match="multiples of 32"):
         make_detector(input_sizes=(300,))
+
+
+def test_one_object_seen_twice_one_box_inside_the_other() -> None:
+    """A figure and its upper body (NMS keeps both: IoU 0.29): the less confident goes, whichever is larger;
+    boxes of another class, or only partly overlapping, stay; nested 1.0 keeps both."""
+    labels = ("person", "cup")
+    boxes = np.array(
+        [[100, 100, 200, 300], [150, 140, 100, 170], [400, 100, 100, 300], [380, 90, 150, 320], [160, 200, 40, 50],
+         [460, 100, 100, 300]],
+        np.float32,
+    )  # fmt: skip
+    scores = np.array([0.8, 0.9, 0.7, 0.6, 0.5, 0.65], np.float32)
+    ids = np.array([0, 0, 0, 0, 1, 0])
+    kept = DetectionFilter().apply(boxes, scores, ids, labels, (480, 640))
+    # the figure around the upper body goes (larger, less confident), and so does the box around the 400 one
+    # (larger, less confident); the 460 one, 40 % inside the 400 one, stays; so does the cup inside a person
+    expected = [("person", 150, 100), ("person", 400, 100), ("person", 460, 100), ("cup", 160, 40)]
+    assert [(d.label, d.x, d.w) for d in kept] == expected
+    both = DetectionFilter(nested=1.0).apply(boxes, scores, ids, labels, (480, 640))
+    assert [d.x for d in both if d.label == "person"] == [150, 100, 400, 460]  # the 380 one: NMS (IoU 0.63)
 
 
 @pytest.mark.parametrize(

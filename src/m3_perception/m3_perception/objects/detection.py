@@ -71,13 +71,17 @@ class DetectionFilter:
     confidence: lowest score kept; nms: IoU above which the weaker box of a class is dropped;
     classes_kept: class names kept (empty: all); min_box_px: shortest side kept, in pixels;
     max_box_fraction: largest box area kept, as a fraction of the frame (a box filling the view is
-    usually a wall or a table top misread)."""
+    usually a wall or a table top misread); nested: of two boxes of a class one inside the other (more
+    than this share of the smaller one's area in the larger), the less confident is that object seen
+    twice and dropped (YOLOv3-tiny gives a person's whole figure and upper body as two boxes that NMS
+    keeps: their IoU is low; 1.0 keeps both)."""
 
     confidence: float = 0.25
     nms: float = 0.45
     classes_kept: frozenset[str] = frozenset()
     min_box_px: int = 0
     max_box_fraction: float = 1.0
+    nested: float = 0.9
 
     def __post_init__(self) -> None:
         if not 0.0 < self.confidence < 1.0:
@@ -88,6 +92,8 @@ class DetectionFilter:
             raise ValueError(f"min_box_px must be an integer >= 0, got {self.min_box_px!r}")
         if not 0.0 < self.max_box_fraction <= 1.0:
             raise ValueError(f"max_box_fraction must be in (0, 1], got {self.max_box_fraction!r}")
+        if not 0.0 < self.nested <= 1.0:
+            raise ValueError(f"nested must be in (0, 1], got {self.nested!r}")
 
     def check_classes(self, labels: Iterable[str]) -> None:
         """ValueError when a class kept is not one the model knows (a typo would silently drop all)."""
@@ -129,4 +135,20 @@ class DetectionFilter:
             bx, by, ex, ey = (int(v) for v in np.rint([x0[i], y0[i], x1[i], y1[i]]))
             bw, bh = ex - bx, ey - by
             out.append(Detection(label, float(scores[i]), bx, by, bw, bh))
-        return sorted(out, key=lambda d: -d.confidence)
+        return self._without_nested(sorted(out, key=lambda d: -d.confidence))
+
+    def _without_nested(self, detections: list[Detection]) -> list[Detection]:
+        """Best first; a box is dropped when it and a kept, more confident box of its class are one inside
+        the other: more than `nested` of the smaller one's area lies in the larger."""
+        kept: list[Detection] = []
+        for d in detections:
+            if not any(k.label == d.label and _inside(d, k) > self.nested for k in kept):
+                kept.append(d)
+        return kept
+
+
+def _inside(a: Detection, b: Detection) -> float:
+    """Share of the smaller box's area that lies in the other box."""
+    ix = max(0, min(a.x + a.w, b.x + b.w) - max(a.x, b.x))
+    iy = max(0, min(a.y + a.h, b.y + b.h) - max(a.y, b.y))
+    return ix * iy / max(1, min(a.w * a.h, b.w * b.h))

@@ -194,6 +194,7 @@ def make_detector(
     classes_kept: Iterable[str] = (),
     min_box_px: int = 0,
     max_box_fraction: float = 1.0,
+    nested: float = 0.9,
     model_path: str | Path = "",
     names_path: str | Path = "",
     input_sizes: tuple[int, ...] = (),
@@ -211,6 +212,7 @@ def make_detector(
         classes_kept=frozenset(c.strip() for c in classes_kept if c.strip()),
         min_box_px=min_box_px,
         max_box_fraction=max_box_fraction,
+        nested=nested,
     )
     if backend == "none":
         return NoDetector()
