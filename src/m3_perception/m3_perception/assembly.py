@@ -309,6 +309,7 @@ def build_seeing(p: Mapping[str, Any], log: Log | None = None) -> Any:
         raise ValueError(f"object_classes must be a list of class names, got {classes!r}")
     settings = SeeingParams(
         rate_hz=p["object_rate_hz"],
+        track_confidence=p["object_track_confidence"],
         text_interval_s=p["text_interval_s"],
         text_min_gap_s=p["text_min_gap_s"],
         text_change_threshold=p["text_change_threshold"],

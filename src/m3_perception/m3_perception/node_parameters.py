@@ -99,6 +99,10 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
         _float("frames per second of stream time given to object detection and the text keyframe gate", 0.1, 60.0),
     ),
     "object_confidence": (0.25, _float("lowest detector confidence kept", 0.01, 0.99)),
+    "object_track_confidence": (
+        0.5,
+        _float("least detector confidence that starts an object track; a weaker box only continues one", 0.0, 1.0),
+    ),
     "object_classes": (
         [],
         ParameterDescriptor(

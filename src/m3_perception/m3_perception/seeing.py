@@ -36,6 +36,7 @@ class SeeingParams:
     values are KeyframeGate's. ValueError names the node parameter of a bad value."""
 
     rate_hz: float = 2.0
+    track_confidence: float = 0.5  # least detector confidence that starts an object track (ObjectTracker)
     text_interval_s: float = 5.0
     text_min_gap_s: float = 1.0
     text_change_threshold: float = 0.08
@@ -43,6 +44,8 @@ class SeeingParams:
     def __post_init__(self) -> None:
         if not self.rate_hz > 0:
             raise ValueError(f"object_rate_hz must be > 0, got {self.rate_hz!r}")
+        if not 0 <= self.track_confidence <= 1:
+            raise ValueError(f"object_track_confidence must be in [0, 1], got {self.track_confidence!r}")
         if not self.text_interval_s > 0:
             raise ValueError(f"text_interval_s must be > 0, got {self.text_interval_s!r}")
         if not 0 <= self.text_min_gap_s <= self.text_interval_s:
@@ -112,7 +115,9 @@ class Seeing:
     ) -> None:
         self.params = params or SeeingParams()
         self.detector, self.reader = detector, reader
-        self.tracker = ObjectTracker() if detector is not None else None
+        self.tracker = (
+            ObjectTracker(new_track_confidence=self.params.track_confidence) if detector is not None else None
+        )
         self.regions = TextRegionTracker() if reader is not None else None
         p = self.params
         self.gate = KeyframeGate(p.text_interval_s, p.text_min_gap_s, p.text_change_threshold) if reader else None

@@ -99,7 +99,11 @@ class ObjectTracker:
     iou_match: least IoU to continue a track; max_missed: frames a track is kept unseen before it
     becomes lost; reid_similarity: least Bhattacharyya coefficient to give a new detection a lost
     (or missed) track's id; reid_seconds: how long a lost track can come back; descriptor_rate: how
-    fast the stored appearance follows the new views (0: first view only)."""
+    fast the stored appearance follows the new views (0: first view only); new_track_confidence: least
+    detector confidence that starts a track, while any kept detection continues one (ByteTrack's split
+    of high and low scores, Zhang et al. 2022, at its 0.5: a weak box is trusted only where a confident
+    one of its class already is; a faint, lasting false sighting, a cat in a portrait at 0.27-0.43, never
+    becomes an object, while a cup seen at 0.7 stays tracked when carried small at 0.3)."""
 
     def __init__(
         self,
@@ -108,6 +112,7 @@ class ObjectTracker:
         reid_similarity: float = 0.8,
         reid_seconds: float = 600.0,
         descriptor_rate: float = 0.2,
+        new_track_confidence: float = 0.5,
     ) -> None:
         if not 0.0 < iou_match <= 1.0:
             raise ValueError(f"iou_match must be in (0, 1], got {iou_match!r}")
@@ -117,6 +122,9 @@ class ObjectTracker:
             raise ValueError(f"reid_similarity must be in (0, 1], got {reid_similarity!r}")
         if reid_seconds < 0 or not 0.0 <= descriptor_rate <= 1.0:
             raise ValueError("reid_seconds must be >= 0 and descriptor_rate in [0, 1]")
+        if not 0.0 <= new_track_confidence <= 1.0:
+            raise ValueError(f"object_track_confidence must be in [0, 1], got {new_track_confidence!r}")
+        self.new_track_confidence = new_track_confidence
         self.iou_match, self.max_missed = iou_match, max_missed
         self.reid_similarity, self.reid_seconds, self.rate = reid_similarity, reid_seconds, descriptor_rate
         self.active: list[Track] = []
@@ -157,6 +165,8 @@ class ObjectTracker:
         seen = []
         for i, d in enumerate(detections):
             track = matched.get(i)
+            if track is None and d.confidence < self.new_track_confidence:
+                continue  # too weak to start a track: not an object until a confident box says so
             if track is None:
                 self._count += 1
                 track = Track(f"object_{self._count}", d.label, d.confidence, d.box, stamp, stamp, -1.0, frame[:0, :0],
