@@ -94,7 +94,7 @@ def print_text(out: dict) -> None:
                     f"     go to ({pose['x']}, {pose['y']}) yaw {pose['yaw']} in {pose['frame_id']}: {pose['source']}"
                 )
     print(f"evidence: {', '.join(out['evidence_ids']) or 'none'}  (rounds: {out['rounds_used']})")
-    why = {"view": "what perception sees now, not memory", "extractive": "the model said it did not know"}
+    why = {"view": "what perception sees now, not memory", "extractive": "the rules, in the model's place"}
     if out["answered_by"]:
         print(f"answered by: {out['answered_by']} ({why.get(out['answered_by'], 'not the configured reasoner')})")
 

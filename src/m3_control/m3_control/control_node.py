@@ -289,7 +289,7 @@ class ControlNode(ManagedNode):
             rules = lambda: ask(ExtractiveReasoner(), "", outcome.rounds_used)  # noqa: E731
             outcome = ask_rules_when_unsure(goal.instruction, outcome, rules)
             if outcome.answered_by:
-                self.get_logger().info(f"the model did not know; the rules answered: {outcome.answer!r}")
+                self.get_logger().info(f"the rules answered in the model's place: {outcome.answer!r}")
         if outcome.state is not None:
             evidence, names = outcome.state.evidence, outcome.state.names
             outcome.plan = with_targets(outcome.plan, evidence, names, self.regions, self._locate)

@@ -100,7 +100,7 @@ class LoopResult:
     transcript: list[dict] = field(default_factory=list)
     timings_ms: list[float] = field(default_factory=list)  # loop overhead per round, reasoner and memory excluded
     state: LoopState | None = None  # the loop's last state: evidence and names (navigation targets read them)
-    answered_by: str = ""  # "": the reasoner; "extractive": a model did not know, the rules did; "view": about now
+    answered_by: str = ""  # "": the reasoner; "extractive": the rules, for a model (second_opinion); "view": about now
 
 
 def asks_for_id(query: str) -> bool:

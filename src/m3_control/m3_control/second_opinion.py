@@ -6,8 +6,16 @@ you when Bob said it?" answered "Bob said he has a dog"), is replaced by the ext
 the same goal over the same memory, when the rules find one that does. Why: a small model says "I don't know",
 or repeats the fact asked about, where memory holds the answer in a shape the rules read (the room a line was
 said in, a person's own role, the reply to a question), so a model path could score below `--llm none` on the
-very questions the rules answer. A model's answer is never overridden otherwise (a wrong guess of the right
-kind stays a wrong guess), a plan is never replaced, and an answer the rules gave says so
+very questions the rules answer.
+
+A where / when / how-many answer is also replaced when the rules are certain and the model says otherwise:
+the rules' best memory holds every content word of the question and the kind of thing asked (a time for
+"when"), and the model's answer has a word that memory lacks ("When is the fire drill?" answered "On
+Tuesday" beside "The fire drill is at 11 today."). Why: a small model mixes two facts of one clip (the
+football match was on Tuesday), where a memory that states the asked fact whole is the answer; on a memory
+that only partly matches the question, or a question of another kind, the model's reading stands. Otherwise
+a model's answer is never overridden (a wrong guess of the right kind, with no certain memory against it,
+stays a wrong guess), a plan is never replaced, and an answer the rules gave says so
 (`LoopResult.answered_by`, Instruct's `answered_by`). The control node's `rules_when_unsure` turns it off.
 """
 
@@ -17,6 +25,7 @@ import re
 from collections.abc import Callable
 
 from m3_control.answer_kinds import answer_kind, holds_kind
+from m3_control.extractive_reasoner import ExtractiveReasoner, content_words, question_words
 from m3_control.loop import SUCCEEDED, LoopResult
 
 RULES = "extractive"  # answered_by of an answer the rules gave
@@ -44,17 +53,37 @@ def unanswered(question: str, answer: str) -> bool:
     return abstains(answer) or (kind in CRISP_KINDS and not holds_kind(answer, kind, set()))
 
 
+def contradicted(question: str, answer: str, rules: LoopResult) -> bool:
+    """Whether the rules are certain of a where / when / how-many answer that the model's answer leaves:
+    their best memory covers every content word of the question exactly and holds the kind asked, and the
+    model's answer says a word (beyond the question's) that memory does not."""
+    if answer_kind(question) not in CRISP_KINDS or rules.state is None:
+        return False
+    ranked = ExtractiveReasoner().ranked_scores(rules.state)
+    if not ranked or ranked[0].coverage < 1.0 or not ranked[0].kind:
+        return False
+    said = content_words(answer) - question_words(question)
+    return bool(said - content_words(ranked[0].text))
+
+
 def ask_rules_when_unsure(question: str, outcome: LoopResult, ask_rules: Callable[[], LoopResult]) -> LoopResult:
     """outcome, or the rules' outcome (ask_rules: the same goal with the extractive reasoner) when the model's
-    answer, without a plan, left the question open and the rules' answer does not."""
-    if outcome.code != SUCCEEDED or outcome.plan or not unanswered(question, outcome.answer):
+    answer, without a plan, left the question open and the rules' answer does not, or when the rules are
+    certain of a where / when / how-many answer and the model's says otherwise (contradicted)."""
+    if outcome.code != SUCCEEDED or outcome.plan:
+        return outcome
+    unsure = unanswered(question, outcome.answer)
+    if not unsure and answer_kind(question) not in CRISP_KINDS:
         return outcome
     rules = ask_rules()
     if rules.code != SUCCEEDED or unanswered(question, rules.answer):
         return outcome
+    if not unsure and not contradicted(question, outcome.answer, rules):
+        return outcome
     rules.answered_by = RULES
     rules.rounds_used += outcome.rounds_used
     rules.timings_ms = outcome.timings_ms + rules.timings_ms
-    note = {"role": "user", "content": f"(The model did not know; the rules answered: {rules.answer})"}
+    why = "did not know" if unsure else "said otherwise than a memory that answers the whole question"
+    note = {"role": "user", "content": f"(The model {why}; the rules answered: {rules.answer})"}
     rules.transcript = [*outcome.transcript, note]
     return rules

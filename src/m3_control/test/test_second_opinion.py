@@ -1,11 +1,13 @@
-"""A model's "I don't know" is replaced by the rules' answer when they find one, and nothing else is."""
+"""A model's "I don't know" is replaced by the rules' answer when they find one, and so is a where / when /
+how-many answer that a memory answering the whole question contradicts; nothing else is."""
 
 from __future__ import annotations
 
 import pytest
 
 from m3_control.loop import SUCCEEDED, LoopResult
-from m3_control.reasoner import MODEL_ERROR
+from m3_control.memory_client import Memory
+from m3_control.reasoner import MODEL_ERROR, LoopState
 from m3_control.second_opinion import abstains, ask_rules_when_unsure, unanswered
 
 Q = "Who keeps the aprons, and where?"
@@ -99,3 +101,32 @@ def test_a_where_answer_without_a_place_gets_the_rules_place() -> None:
     assert rules.answered_by == "extractive" and "in the hall" in rules.answer
     no_place = ask_rules_when_unsure(question, model, lambda: _rules('Dara says: "I have a cat."'))
     assert no_place is model  # the rules' answer leaves it open too: the model's stands
+
+
+def _rules_over(question: str, *texts: str) -> LoopResult:
+    """The rules' outcome with the memories they retrieved (the loop's last state)."""
+    evidence = [Memory(node_id=f"episodic_{i}", kind="episodic", text=t, clip_index=1) for i, t in enumerate(texts)]
+    state = LoopState(instruction=question, round=2, max_rounds=5, evidence=evidence)
+    return LoopResult(SUCCEEDED, answer=texts[0], rounds_used=2, state=state)
+
+
+def test_certain_rules_overrule_a_model_that_says_otherwise() -> None:
+    question = "When is the fire drill?"
+    memory = ('<voice_1> says: "Good morning staff. The fire drill is at 11 today."', "The match is on Tuesday.")
+    mixed = LoopResult(SUCCEEDED, answer="The fire drill is on Tuesday.", rounds_used=3)
+    out = ask_rules_when_unsure(question, mixed, lambda: _rules_over(question, *memory))
+    assert out.answered_by == "extractive" and "at 11 today" in out.answer
+    agreeing = LoopResult(SUCCEEDED, answer="It is at 11 today.", rounds_used=3)
+    assert ask_rules_when_unsure(question, agreeing, lambda: _rules_over(question, *memory)) is agreeing
+
+
+def test_the_model_stands_where_the_rules_are_not_certain() -> None:
+    question = "Where are the coffee tokens kept?"
+    model = LoopResult(SUCCEEDED, answer="In the kitchen.", rounds_used=3)
+    partial = ('<voice_1> says: "The coffee machine only takes tokens, in the blue tin."',)  # no "kept"
+    assert ask_rules_when_unsure(question, model, lambda: _rules_over(question, *partial)) is model
+    asked = ('<voice_2> says: "Where are the coffee tokens kept?"',)  # every word, but no place: a question
+    assert ask_rules_when_unsure(question, model, lambda: _rules_over(question, *asked)) is model
+    who = "Who keeps the coffee tokens?"  # not a where / when / how-many question: never second-guessed
+    guess = LoopResult(SUCCEEDED, answer="Marek does.", rounds_used=1)
+    assert ask_rules_when_unsure(who, guess, _never) is guess
