@@ -276,19 +276,30 @@ class ControlNode(ManagedNode):
             **{**self.loop_config, **({"robot_id": goal.robot_id} if goal.robot_id else {})},
         )
 
-        def ask(reasoner: Reasoner, prompt: str, rounds_before: int = 0) -> LoopResult:
+        def ask(reasoner: Reasoner, prompt: str, rounds_before: int = 0, held: list | None = None) -> LoopResult:
+            """One run of the loop; its feedback is published, or kept in `held` when given."""
+
             def feedback(event: RoundEvent) -> None:
                 n, action, query, hits = event.round + rounds_before, event.action, event.query, event.hit_count
-                goal_handle.publish_feedback(Instruct.Feedback(round=n, action=action, query=query, hit_count=hits))
+                message = Instruct.Feedback(round=n, action=action, query=query, hit_count=hits)
+                if held is None:
+                    goal_handle.publish_feedback(message)
+                else:
+                    held.append(message)
 
             stop = lambda: self._stop_reason(goal_handle)  # noqa: E731
             return run_loop(goal.instruction, reasoner, self.memory, self.skills, config, prompt, feedback, stop)
 
         outcome = ask(self.reasoner, self.system_prompt)
         if self.rules_when_unsure:
-            rules = lambda: ask(ExtractiveReasoner(), "", outcome.rounds_used)  # noqa: E731
+            # the rules' rounds are fed back only when their answer is given (a check that keeps the model's
+            # answer must not show the client rounds that did not answer it); they take milliseconds
+            held: list = []
+            rules = lambda: ask(ExtractiveReasoner(), "", outcome.rounds_used, held)  # noqa: E731
             outcome = ask_rules_when_unsure(goal.instruction, outcome, rules)
             if outcome.answered_by:
+                for message in held:
+                    goal_handle.publish_feedback(message)
                 self.get_logger().info(f"the rules answered in the model's place: {outcome.answer!r}")
         if outcome.state is not None:
             evidence, names = outcome.state.evidence, outcome.state.names

@@ -100,7 +100,7 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
     ),
     "object_confidence": (0.25, _float("lowest detector confidence kept", 0.01, 0.99)),
     "object_track_confidence": (
-        0.5,
+        0.0,
         _float("least detector confidence that starts an object track; a weaker box only continues one", 0.0, 1.0),
     ),
     "object_classes": (

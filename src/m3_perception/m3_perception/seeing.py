@@ -36,7 +36,7 @@ class SeeingParams:
     values are KeyframeGate's. ValueError names the node parameter of a bad value."""
 
     rate_hz: float = 2.0
-    track_confidence: float = 0.5  # least detector confidence that starts an object track (ObjectTracker)
+    track_confidence: float = 0.0  # least detector confidence that starts an object track (ObjectTracker; 0: any)
     text_interval_s: float = 5.0
     text_min_gap_s: float = 1.0
     text_change_threshold: float = 0.08

@@ -285,12 +285,12 @@ def test_tracks_keep_ids_through_gaps_and_reidentify_by_appearance() -> None:
 
 def test_a_weak_box_only_continues_a_track() -> None:
     """ByteTrack's split: a faint box (a cat in a portrait at 0.35) starts no track however long it lasts;
-    a cat first seen confidently keeps its id while it is seen weakly; 0 starts a track from any box."""
+    a cat first seen confidently keeps its id while it is seen weakly; 0 (the default) starts a track from any box."""
     crops = _crops()
     frame, (cat_box, person_box) = _frame(
         skimage.data.rocket(), [(crops["cat"], 420, 250, 120), (crops["hopper"], 40, 60, 300)]
     )
-    tracker = ObjectTracker()
+    tracker = ObjectTracker(new_track_confidence=0.5)  # ByteTrack's value (the node's default is 0: off)
     for t in range(5):
         seen = tracker.update(
             [Detection("cat", 0.35, *cat_box), Detection("person", 0.9, *person_box)], frame, float(t)
@@ -299,7 +299,7 @@ def test_a_weak_box_only_continues_a_track() -> None:
     cat = tracker.update([Detection("cat", 0.8, *cat_box)], frame, 5.0)[0].object_id
     for t in range(6, 9):
         assert [s.object_id for s in tracker.update([Detection("cat", 0.3, *cat_box)], frame, float(t))] == [cat]
-    anything = ObjectTracker(new_track_confidence=0.0).update([Detection("cat", 0.3, *cat_box)], frame, 0.0)
+    anything = ObjectTracker().update([Detection("cat", 0.3, *cat_box)], frame, 0.0)
     assert [s.label for s in anything] == ["cat"]
     with pytest.raises(ValueError, match="object_track_confidence"):
         ObjectTracker(new_track_confidence=1.5)

@@ -102,8 +102,9 @@ class ObjectTracker:
     fast the stored appearance follows the new views (0: first view only); new_track_confidence: least
     detector confidence that starts a track, while any kept detection continues one (ByteTrack's split
     of high and low scores, Zhang et al. 2022, at its 0.5: a weak box is trusted only where a confident
-    one of its class already is; a faint, lasting false sighting, a cat in a portrait at 0.27-0.43, never
-    becomes an object, while a cup seen at 0.7 stays tracked when carried small at 0.3)."""
+    one of its class already is; at 0.5 a faint, lasting false sighting, a cat in a portrait at 0.27-0.43,
+    never becomes an object, but neither does a real cup with a note in front of it, which YOLOv3-tiny
+    never sees above 0.5: 0, any kept box starts a track, is the default; see the perception README)."""
 
     def __init__(
         self,
@@ -112,7 +113,7 @@ class ObjectTracker:
         reid_similarity: float = 0.8,
         reid_seconds: float = 600.0,
         descriptor_rate: float = 0.2,
-        new_track_confidence: float = 0.5,
+        new_track_confidence: float = 0.0,
     ) -> None:
         if not 0.0 < iou_match <= 1.0:
             raise ValueError(f"iou_match must be in (0, 1], got {iou_match!r}")
