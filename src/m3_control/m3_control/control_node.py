@@ -59,6 +59,10 @@ NODE_NAME = "control_node"
 ACTION_NAME = "m3/instruct"  # relative: a robot namespace (__ns:=/robot_a) puts it under /robot_a
 GOAL_POLICIES = ("queue", "reject", "preempt")
 QUIESCE_S = 5.0  # deactivate waits this long for a running goal to end
+# After a goal cut by a stop has returned, rclpy sends its result from a task on the executor (the result
+# future's done callback), and the client's result request may still be on its way: the server stays up,
+# spun, this long more. Without it a loaded machine could destroy the server first (a CI run's `m3 ask`).
+RESULT_GRACE_S = 1.0
 
 
 class ControlNode(ManagedNode):
@@ -163,14 +167,18 @@ class ControlNode(ManagedNode):
         self.get_logger().info(f"serving {self.get_namespace().rstrip('/')}/{ACTION_NAME}")
 
     def quiesce(self) -> None:
-        """Running and queued goals end PREEMPTED (the loop checks between rounds) before the server goes."""
+        """Running and queued goals end PREEMPTED (the loop checks between rounds) and are answered before
+        the server goes; the caller spins the executor meanwhile (node_shutdown.stop_executor)."""
         with self._lock:
             self._stopping = True
+            cut = self._active is not None
         deadline = time.monotonic() + QUIESCE_S
         while self._active is not None and time.monotonic() < deadline:
             time.sleep(0.05)
         if self._active is not None:
             self.get_logger().warning(f"a goal still runs after {QUIESCE_S} s; the action server goes anyway")
+        elif cut:
+            time.sleep(RESULT_GRACE_S)  # the result goes out after the execute callback returns
 
     def release(self) -> None:
         if self._ros_memory is not None:
