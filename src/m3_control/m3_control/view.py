@@ -25,7 +25,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-NS = 1_000_000_000
+from m3_memory.search.as_of import NS_PER_S
+
 PEOPLE_WORDS = "person people someone somebody anyone anybody human humans man men woman women child children"
 # Everyday words for COCO's class names (darknet's coco.names spellings included): word -> labels.
 SYNONYMS: dict[str, tuple[str, ...]] = {
@@ -112,11 +113,11 @@ class ViewState:
     def _update(self, kind: str, window_s: float, stamp_ns: int, sightings: list[Sighting], received) -> None:
         with self._lock:
             images = self._images.setdefault(kind, collections.deque())
-            if images and stamp_ns < images[-1][0] - window_s * NS:
+            if images and stamp_ns < images[-1][0] - window_s * NS_PER_S:
                 images.clear()  # the stream went back in time (a recording played again): start over
             images.append((stamp_ns, list(sightings)))
             newest = max(stamp for stamp, _ in images)
-            while images[0][0] < newest - window_s * NS:
+            while images[0][0] < newest - window_s * NS_PER_S:
                 images.popleft()
             self._received[kind] = time.monotonic() if received is None else received
 

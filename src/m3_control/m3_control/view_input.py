@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from rclpy.qos import qos_profile_sensor_data
 
-from m3_control.view import NS, Sighting, ViewState
+from m3_control.view import Sighting, ViewState
 from m3_interfaces.msg import ObjectTracks, TextRegions
+from m3_memory.search.as_of import NS_PER_S
 
 
 def _ns(stamp) -> int:
-    return int(stamp.sec) * NS + int(stamp.nanosec)
+    """A message's stamp as nanoseconds, unchecked (as_of.stamp_ns refuses a bad one: a view keeps going)."""
+    return int(stamp.sec) * NS_PER_S + int(stamp.nanosec)
 
 
 def object_sightings(msg: ObjectTracks) -> list[Sighting]:
@@ -30,22 +32,12 @@ class ViewInput:
     def subscriptions(self, callback_group=None) -> list:
         """The subscriptions (the node owns them: ManagedNode.live). Sensor-data QoS (best effort, the
         newest few): it matches perception's reliable publishers, and only the newest image matters."""
-        subs = []
-        if self.objects_topic:
-            subs.append(
-                self.node.create_subscription(
-                    ObjectTracks, self.objects_topic, self._on_objects, qos_profile_sensor_data,
-                    callback_group=callback_group,
-                )
-            )  # fmt: skip
-        if self.texts_topic:
-            subs.append(
-                self.node.create_subscription(
-                    TextRegions, self.texts_topic, self._on_texts, qos_profile_sensor_data,
-                    callback_group=callback_group,
-                )
-            )  # fmt: skip
-        return subs
+        inputs = ((ObjectTracks, self.objects_topic, self._on_objects), (TextRegions, self.texts_topic, self._on_texts))
+        return [
+            self.node.create_subscription(kind, topic, callback, qos_profile_sensor_data, callback_group=callback_group)
+            for kind, topic, callback in inputs
+            if topic
+        ]
 
     def _on_objects(self, msg: ObjectTracks) -> None:
         self.state.objects(_ns(msg.header.stamp), object_sightings(msg))

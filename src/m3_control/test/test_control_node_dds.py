@@ -15,6 +15,7 @@ import pytest
 import rclpy
 from action_msgs.msg import GoalStatus
 from builtin_interfaces.msg import Time
+from dds_goals import spin_until
 from fixtures import ChatServer, stop
 from rclpy.action import ActionClient
 from rclpy.node import Node
@@ -75,13 +76,6 @@ def system():
         rclpy.try_shutdown()
         for process in (control, memory):
             stop(process)
-
-
-def spin_until(node: Node, predicate, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        rclpy.spin_once(node, timeout_sec=0.05)
 
 
 def send(system, instruction: str, max_rounds: int = 5, feedback: list | None = None, **fields):

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import time
 
 import pytest
 import rclpy
 from action_msgs.msg import GoalStatus
+from dds_goals import spin_until
 from rclpy.action import ActionClient
 from rclpy.node import Node
 
@@ -50,13 +50,6 @@ def ros():
     yield node
     node.destroy_node()
     rclpy.try_shutdown()
-
-
-def spin_until(node: Node, predicate, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        rclpy.spin_once(node, timeout_sec=0.05)
 
 
 def goal(node: Node, client: ActionClient, robot_id: str):

@@ -13,6 +13,7 @@ import time
 import pytest
 import rclpy
 from builtin_interfaces.msg import Time
+from dds_goals import instruct, spin_until
 from fixtures import stop
 from geometry_msgs.msg import PoseStamped
 from rclpy.action import ActionClient
@@ -32,13 +33,6 @@ regions:
 
 def stamp(seconds: float) -> Time:
     return Time(sec=int(seconds), nanosec=round((seconds % 1) * 1e9))
-
-
-def spin_until(node: Node, predicate, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        rclpy.spin_once(node, timeout_sec=0.05)
 
 
 @pytest.fixture(scope="module")
@@ -101,12 +95,7 @@ def face(system, t: float, face_id: str, seed: int) -> None:
 
 
 def send(system, instruction: str) -> Instruct.Result:
-    node, client = system["node"], system["client"]
-    future = client.send_goal_async(Instruct.Goal(instruction=instruction))
-    spin_until(node, future.done)
-    result = future.result().get_result_async()
-    spin_until(node, result.done)
-    return result.result().result
+    return instruct(system["node"], system["client"], Instruct.Goal(instruction=instruction), timeout_s=60.0)
 
 
 def test_navigate_to_steps_carry_poses_from_regions_people_and_events(system):

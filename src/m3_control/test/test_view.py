@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from m3_control.view import NS, Sighting, ViewQuestion, ViewState, answer_now, matches, view_question
+from m3_control.view import Sighting, ViewQuestion, ViewState, answer_now, matches, view_question
+from m3_memory.search.as_of import NS_PER_S as NS
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import rclpy
 from builtin_interfaces.msg import Time
+from dds_goals import instruct, spin_until
 from fixtures import stop
 from rclpy.action import ActionClient
 from rclpy.node import Node
@@ -46,19 +47,8 @@ def system():
         stop(process)
 
 
-def spin_until(node: Node, predicate, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        rclpy.spin_once(node, timeout_sec=0.05)
-
-
 def ask(system, instruction: str, **fields) -> Instruct.Result:
-    future = system["client"].send_goal_async(Instruct.Goal(instruction=instruction, max_rounds=3, **fields))
-    spin_until(system["node"], future.done)
-    result = future.result().get_result_async()
-    spin_until(system["node"], result.done)
-    return result.result().result
+    return instruct(system["node"], system["client"], Instruct.Goal(instruction=instruction, max_rounds=3, **fields))
 
 
 def publish_view(system, stamp_s: int) -> None:
