@@ -58,3 +58,20 @@ def test_unit_copies_match_hnswlib_and_follow_replacement(tmp_path):
     assert loaded.search(query, 10) == index.search(query, 10)
     with pytest.raises(ValueError, match="holds"):
         CosineIndex.load(path, DIM, labels[:-1], stored[:-1])
+
+
+@pytest.mark.parametrize("labels", [[5, 6, 7, 8], [9, 2, 4], [1, 1800], [1800, 1], list(range(1800, 0, -3))])
+def test_cosines_are_the_stored_vectors_times_the_queries(labels):
+    """Rows close together (a view), scattered (gathered block by block: 600 rows are two blocks)."""
+    rng = np.random.default_rng(4)
+    vectors = rng.normal(size=(1800, 8)).astype(np.float32)
+    index = CosineIndex(8, capacity=16)  # grows
+    index.add(list(range(1, 1801)), vectors)
+    queries = unit(rng.normal(size=(3, 8)).astype(np.float32))
+    want = unit(vectors[np.asarray(labels) - 1]) @ queries.T
+    assert np.allclose(index.cosines(np.asarray(labels), queries), want, atol=1e-6)
+    assert np.allclose(index.vectors(labels), unit(vectors[np.asarray(labels) - 1]), atol=1e-6)
+    assert index.cosines(np.asarray([], dtype=np.int64), queries).shape == (0, 3)
+    for missing in ([1801], [0], [-3], [3, 10**6]):
+        with pytest.raises(KeyError):
+            index.cosines(np.asarray(missing), queries)

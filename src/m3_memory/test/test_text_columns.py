@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 
@@ -83,3 +84,57 @@ def test_adding_while_windows_are_read_from_other_threads():
         t.join()
     assert not errors
     assert cols.window().tolist() == [n.seq for n in nodes]
+
+
+def clip_ordered_nodes(count: int, seed: int = 5) -> list[TextNode]:
+    """Memories as a robot stores them: clip after clip of 30 s, each memory's time somewhere in its clip,
+    so times are in order between clips and not within one; every 7th has no place."""
+    rng = random.Random(seed)
+    out = []
+    for seq in range(1, count + 1):
+        clip_start = (seq // 10) * 30_000
+        start = clip_start + rng.randrange(0, 30_000)
+        place = None if seq % 7 == 0 else Place("map", rng.uniform(-20, 20), rng.uniform(-20, 20))
+        out.append(node(seq, start, start + rng.randrange(0, 5_000), place))
+    return out
+
+
+def test_time_windows_are_cut_to_the_rows_that_can_overlap_and_miss_none():
+    nodes = clip_ordered_nodes(3000)
+    late = node(3001, 500, 40_000, None)  # stored last, it started before almost everything (an import)
+    everything = [*nodes, late]
+    cols = TextColumns(capacity=8)
+    for n in everything:
+        cols.add(n)
+    for after, before in ((0, 0), (1, 0), (0, 1), (600_000, 0), (0, 600_000), (4_000_000, 4_300_000), (30_000, 31_000)):
+        assert cols.window(after_ns=after, before_ns=before).tolist() == expected(everything, after, before)
+    assert 3001 in cols.window(after_ns=20_000, before_ns=35_000).tolist()  # the late one overlaps it
+    assert cols.window(after_ns=10**12).tolist() == [] and cols.window(before_ns=1).tolist() == []
+
+
+def test_a_circle_keeps_what_a_distance_test_keeps():
+    nodes = clip_ordered_nodes(2000)
+    cols = TextColumns()
+    for n in nodes:
+        cols.add(n)
+    cx, cy, radius = 3.0, -4.0, 6.5
+    box = (cx - radius, cy - radius, cx + radius, cy + radius)
+    want = [
+        seq
+        for seq in expected(nodes, 0, 0, box, "map")
+        if math.hypot(nodes[seq - 1].place.x - cx, nodes[seq - 1].place.y - cy) <= radius
+    ]
+    got = cols.window(box=box, frame_id="map", circle=(cx, cy, radius)).tolist()
+    assert got == want and 0 < len(want) < len(expected(nodes, 0, 0, box, "map"))
+
+
+def test_a_box_over_many_cells_or_an_infinite_one_is_tested_row_by_row_alike():
+    nodes = clip_ordered_nodes(1200)
+    cols = TextColumns()
+    for n in nodes:
+        cols.add(n)
+    for box in ((-1e6, -1e6, 1e6, 1e6), (-np.inf, -3.0, np.inf, 3.0), (0.5, 0.5, 0.7, 0.7), (-21.0, -21.0, 21.0, 21.0)):
+        assert cols.window(box=box, frame_id="map").tolist() == expected(nodes, 0, 0, box, "map")
+    assert cols.window(after_ns=900_000, box=(-4.0, -4.0, 4.0, 4.0), frame_id="map").tolist() == expected(
+        nodes, 900_000, 0, (-4.0, -4.0, 4.0, 4.0), "map"
+    )

@@ -4,10 +4,17 @@ every memory instead of a Python loop (at 1M memories the loop alone took longer
 Rows follow the order memories were cached (load, then each new one). Each row is written straight
 into preallocated arrays that double when full, so adding a memory is O(1) amortised and a filter never
 rebuilds anything (concatenating after each clip made ingest O(N) a clip at 1M memories).
+
+A time window is cut to a slice of rows before any row is tested: two monotone columns, the running
+maximum of end_ns and the minimum of start_ns over every later row, bound by binary search the rows that
+can overlap it. Memories arrive about in time order, so the slice is about the window: testing every row
+of a 1M memory took 2 ms of the 3 a time search may take. A place window is cut the same way to the rows
+of the grid cells (CELL_M square, per frame) its bounding box touches.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 
 import numpy as np
@@ -17,6 +24,40 @@ from m3_memory.graph.records import TextNode
 INITIAL_CAPACITY = 1024
 _FIELDS = (("seq", np.int64), ("start_ns", np.int64), ("end_ns", np.int64), ("x", np.float64), ("y", np.float64),
            ("frame", np.int32))  # fmt: skip
+# the monotone bounds (module docstring): end_ns's running maximum, start_ns's minimum from the row on
+_BOUNDS = (("max_end_ns", np.int64), ("min_start_ns", np.int64))
+CELL_M = 2.0  # the place grid's cell side [m] (a room is a few cells)
+MAX_CELLS = 4096  # a box over more cells than this (a whole building) is tested row by row instead
+
+
+class _Grid:
+    """Rows by place: (frame code, cell x, cell y) -> the rows whose place lies in that cell, in row order."""
+
+    def __init__(self) -> None:
+        self._cells: dict[tuple[int, int, int], list] = {}  # key -> [rows array, count]
+
+    def add(self, row: int, frame: int, x: float, y: float) -> None:
+        if not (math.isfinite(x) and math.isfinite(y)):
+            return
+        cell = self._cells.setdefault(
+            (frame, math.floor(x / CELL_M), math.floor(y / CELL_M)), [np.zeros(8, np.int64), 0]
+        )
+        if cell[1] == len(cell[0]):
+            cell[0] = np.resize(cell[0], 2 * len(cell[0]))
+        cell[0][cell[1]] = row
+        cell[1] += 1
+
+    def rows(self, frame: int, box: tuple[float, float, float, float]) -> np.ndarray | None:
+        """The rows in the cells the box touches, in row order; None when it touches more than MAX_CELLS."""
+        min_x, min_y, max_x, max_y = box
+        if not all(math.isfinite(v) for v in box):
+            return None
+        xs = range(math.floor(min_x / CELL_M), math.floor(max_x / CELL_M) + 1)
+        ys = range(math.floor(min_y / CELL_M), math.floor(max_y / CELL_M) + 1)
+        if len(xs) * len(ys) > MAX_CELLS:
+            return None
+        found = [c[0][: c[1]] for i in xs for j in ys if (c := self._cells.get((frame, i, j))) is not None]
+        return np.sort(np.concatenate(found)) if found else np.zeros(0, np.int64)
 
 
 class TextColumns:
@@ -28,7 +69,8 @@ class TextColumns:
         self._frames: dict[str, int] = {"": -1}  # frame_id -> code; "" = no place
         self._count = 0
         self._lock = threading.Lock()
-        self._buffers = {name: np.zeros(max(1, capacity), dtype) for name, dtype in _FIELDS}
+        self._buffers = {name: np.zeros(max(1, capacity), dtype) for name, dtype in _FIELDS + _BOUNDS}
+        self._grid = _Grid()
 
     def add(self, node: TextNode) -> None:
         place = node.place
@@ -41,6 +83,12 @@ class TextColumns:
             values = (node.seq, node.start_ns, node.end_ns, x, y, code)
             for (name, _), value in zip(_FIELDS, values, strict=True):
                 self._buffers[name][row] = value
+            max_end, min_start = self._buffers["max_end_ns"], self._buffers["min_start_ns"]
+            max_end[row] = max(node.end_ns, int(max_end[row - 1])) if row else node.end_ns
+            min_start[row] = node.start_ns
+            later = int(np.searchsorted(min_start[:row], node.start_ns, side="right"))  # rows starting later
+            min_start[later:row] = node.start_ns
+            self._grid.add(row, code, x, y)
             self._count = row + 1
 
     def __len__(self) -> int:
@@ -64,14 +112,25 @@ class TextColumns:
         before_ns: int = 0,
         box: tuple[float, float, float, float] | None = None,
         frame_id: str = "",
+        circle: tuple[float, float, float] | None = None,
     ) -> np.ndarray:
         """seq of the memories that end at or after after_ns, start at or before before_ns (0: no limit) and,
-        with box (min_x, min_y, max_x, max_y), lie in it in frame_id; the caller checks the exact shape."""
+        with box (min_x, min_y, max_x, max_y), lie in it in frame_id, and with circle (x, y, radius) about
+        in it (a hair's tolerance); the caller checks the exact shape."""
         with self._lock:  # one consistent set of rows, even while a clip is being added
             n = self._count
-            cols = {name: buf[:n] for name, buf in self._buffers.items()}
+            low = int(np.searchsorted(self._buffers["max_end_ns"][:n], after_ns)) if after_ns > 0 else 0
+            high = n
+            if before_ns > 0:
+                high = int(np.searchsorted(self._buffers["min_start_ns"][:n], before_ns, side="right"))
             frame_code = self._frames.get(frame_id, -2)
-        keep = np.ones(n, bool)
+            rows = self._grid.rows(frame_code, box) if box is not None else None
+            if rows is None:
+                cols = {name: self._buffers[name][low:high] for name, _ in _FIELDS}
+            else:
+                rows = rows[(rows >= low) & (rows < high)]
+                cols = {name: self._buffers[name][rows] for name, _ in _FIELDS}
+        keep = np.ones(len(cols["seq"]), bool)
         if after_ns > 0:
             keep &= cols["end_ns"] >= after_ns
         if before_ns > 0:
@@ -81,4 +140,9 @@ class TextColumns:
             x, y = cols["x"], cols["y"]
             keep &= (x >= min_x) & (x <= max_x) & (y >= min_y) & (y <= max_y)
             keep &= cols["frame"] == frame_code
+        if circle is not None:
+            cx, cy, radius = circle
+            inside = np.flatnonzero(keep)
+            near = np.hypot(cols["x"][inside] - cx, cols["y"][inside] - cy) <= radius * (1 + 1e-9) + 1e-9
+            keep[inside[~near]] = False
         return cols["seq"][keep]

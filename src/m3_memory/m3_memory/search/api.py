@@ -42,9 +42,8 @@ from m3_memory.search.where import (
     NOWHERE,
     REGION_BONUS,
     Where,
-    exact_candidates,
+    exact_scores,
     region_named,
-    score_exactly,
     where_of,
 )
 
@@ -137,20 +136,16 @@ class MemorySearch(EntitySearchMixin):
         def in_named(label: int) -> bool:
             return named is not None and named.keeps(graph.text[graph.text_by_seq[label]])
 
-        candidates = exact_candidates(graph, where, before_stamp_ns, passes) if where.active else None
-        if candidates is not None:
-            best = score_exactly(graph.text_index, candidates, vectors, k)
-        else:
+        best = exact_scores(graph, where, before_stamp_ns, passes, vectors, k) if where.active else None
+        if best is None:
             best = {}
             for vector in vectors:
                 for label, score in graph.text_index.search(vector, k, keep):
                     node_id = graph.text_by_seq[label]
                     best[node_id] = max(best.get(node_id, -2.0), score)
         if named is not None:  # the query names a region: memories made there rank higher (and are found)
-            inside = exact_candidates(graph, named, before_stamp_ns, passes)
-            if inside is not None:
-                found = score_exactly(graph.text_index, inside, vectors, k)
-            else:  # a region holding more memories than exact scoring takes: the index, filtered to it
+            found = exact_scores(graph, named, before_stamp_ns, lambda n: passes(n) and named.keeps(n), vectors, k)
+            if found is None:  # a region holding more memories than exact scoring takes: the index, filtered to it
                 found = {}
                 for vector in vectors:
                     for label, score in graph.text_index.search(vector, k, lambda lb: keep(lb) and in_named(lb)):

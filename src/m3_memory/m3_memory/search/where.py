@@ -109,28 +109,50 @@ def region_named(regions: Regions, query: str, where: Where) -> Where | None:
     return replace(where, region=found[0], frame_id=regions.frame_id)
 
 
-def exact_candidates(graph, where: Where, before_ns: int, passes) -> list[TextNode] | None:
-    """The memories in the window that `passes` accepts when the window holds at most EXACT_CANDIDATES memories,
-    else None (search the index with the filter instead). The time window and the place's bounding box are one
-    vectorised test over every memory (graph.columns); the exact shape and the rest only for those inside."""
-    seqs = graph.columns.window(where.after_ns, before_ns, where.box(), where.frame_id)
+def exact_scores(graph, where: Where, before_ns: int, passes, vectors: np.ndarray, k: int) -> dict[str, float] | None:
+    """node_id -> best cosine over the query variants of the k best memories per variant among those in the
+    window that `passes` accepts, scored exactly (one matrix product) when the window and the place's bounds
+    hold at most EXACT_CANDIDATES memories; else None (search the index with the filter instead).
+
+    Which memories lie in the time window, the place's bounding box and a radius is one vectorised test
+    (graph.columns); `passes` (as-of, kind, the exact place shape) is asked only of memories in score order,
+    until k pass per variant: a window of 10,000 memories checked one by one in Python took longer than
+    the whole search may."""
+    circle = (where.point[0], where.point[1], where.radius_m) if where.point is not None else None
+    seqs = graph.columns.window(where.after_ns, before_ns, where.box(), where.frame_id, circle)
     if len(seqs) > EXACT_CANDIDATES:
         return None
-    nodes = (graph.text.get(graph.text_by_seq.get(int(seq), "")) for seq in seqs)
-    return [node for node in nodes if node is not None and passes(node)]
-
-
-def score_exactly(index, candidates: list[TextNode], vectors: np.ndarray, k: int) -> dict[str, float]:
-    """node_id -> best cosine over the query variants, the k best per variant, by one matrix product (and a
-    partial sort: the k best of up to EXACT_CANDIDATES, in no particular order)."""
-    if not candidates:
-        return {}
-    rows = index.vectors([node.seq for node in candidates])
-    scores = rows @ np.asarray(vectors, dtype=np.float32).T  # unit rows, unit queries: cosines
+    scores = graph.text_index.cosines(seqs, vectors)
     best: dict[str, float] = {}
+    verdicts: dict[int, TextNode | None] = {}  # row -> the memory if it passes
+
+    def passing(row: int) -> TextNode | None:
+        if row not in verdicts:
+            node = graph.text.get(graph.text_by_seq.get(int(seqs[row]), ""))
+            verdicts[row] = node if node is not None and passes(node) else None
+        return verdicts[row]
+
     for column in scores.T:
-        top = np.argpartition(-column, k - 1)[:k] if k < len(column) else np.arange(len(column))
-        for i in top:
-            node_id = candidates[int(i)].node_id
-            best[node_id] = max(best.get(node_id, -2.0), float(column[i]))
+        found = 0
+        for row in _best_first(column, k):
+            if (node := passing(int(row))) is not None:
+                best[node.node_id] = max(best.get(node.node_id, -2.0), float(column[row]))
+                found += 1
+                if found == k:
+                    break
     return best
+
+
+def _best_first(scores: np.ndarray, k: int):
+    """Row indices in descending score order, lazily: the best 4k first (a partial sort), the rest only
+    when the caller asks for more (most of them failed its check)."""
+    head = min(len(scores), 4 * k)
+    if head == 0:
+        return
+    first = np.argpartition(-scores, head - 1)[:head] if head < len(scores) else np.arange(len(scores))
+    first = first[np.argsort(-scores[first], kind="stable")]
+    yield from first
+    if head < len(scores):
+        order = np.argsort(-scores, kind="stable")
+        seen = set(first.tolist())
+        yield from (row for row in order if int(row) not in seen)

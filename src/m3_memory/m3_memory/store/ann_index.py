@@ -18,6 +18,7 @@ EXACT_MAX = 256  # exact-search fallback only while the index holds at most this
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 400
 HNSW_EF = 128
+GATHER_ROWS = 512  # cosines of scattered rows: vectors gathered this many at a time (stays in the L2 cache)
 
 
 def _normalise_rows(rows: np.ndarray) -> None:
@@ -49,6 +50,7 @@ class CosineIndex:
         # Unit copies of the vectors, by row: per-memory scores read them (hnswlib's get_items
         # builds Python floats, about 18 us per vector) and so does the exact scan while small.
         self._rows: dict[int, int] = {}  # label -> row of _unit, in row order (insertion order)
+        self._row_of = np.full(max(capacity, 16), -1, dtype=np.int64)  # the same map as an array: label -> row
         self._unit = np.zeros((max(capacity, 16), dim), dtype=np.float32)
         self._lock = threading.Lock()
 
@@ -71,6 +73,12 @@ class CosineIndex:
         """Unit copies of vectors in the rows of labels; new labels take the next rows, in order."""
         start = len(self._rows)
         rows = [self._rows.setdefault(int(label), len(self._rows)) for label in labels]
+        top = max(int(label) for label in labels)
+        if top >= len(self._row_of):
+            grown = np.full(max(top + 1, 2 * len(self._row_of)), -1, dtype=np.int64)
+            grown[: len(self._row_of)] = self._row_of
+            self._row_of = grown
+        self._row_of[np.asarray(labels, dtype=np.int64)] = rows
         if len(self._rows) > len(self._unit):
             grown = np.zeros((max(len(self._rows), 2 * len(self._unit)), self.dim), dtype=np.float32)
             grown[:start] = self._unit[:start]
@@ -160,7 +168,34 @@ class CosineIndex:
     def vectors(self, labels: list[int]) -> np.ndarray:
         """The stored unit vectors of labels (all must be present), one row each."""
         with self._lock:
-            return self._unit[[self._rows[int(label)] for label in labels]]
+            return self._unit[self._rows_of(labels)]
+
+    def cosines(self, labels: np.ndarray, queries: np.ndarray) -> np.ndarray:
+        """Cosines (len(labels), len(queries)) of the labels' vectors (all present) with unit queries.
+        Labels whose rows lie close together (memories of one time span, stored in time order) are
+        scored from a view of those rows, not a gathered copy: at 1M memories a window's copy alone
+        took longer than the matrix product."""
+        queries = np.asarray(queries, dtype=np.float32).reshape(-1, self.dim)
+        with self._lock:
+            rows = self._rows_of(labels)
+            if len(rows) == 0:
+                return np.zeros((0, len(queries)), dtype=np.float32)
+            low, high = int(rows.min()), int(rows.max()) + 1
+            if high - low <= 2 * len(rows):
+                return (self._unit[low:high] @ queries.T)[rows - low]
+            out = np.empty((len(rows), len(queries)), dtype=np.float32)
+            for i in range(0, len(rows), GATHER_ROWS):  # gathered a cache-sized block at a time
+                out[i : i + GATHER_ROWS] = self._unit[rows[i : i + GATHER_ROWS]] @ queries.T
+            return out
+
+    def _rows_of(self, labels) -> np.ndarray:
+        """Rows of labels, all present (else KeyError); call with the lock held."""
+        labels = np.asarray(labels, dtype=np.int64).reshape(-1)
+        inside = (labels >= 0) & (labels < len(self._row_of))
+        rows = np.where(inside, self._row_of[np.where(inside, labels, 0)], -1)
+        if len(rows) and rows.min() < 0:
+            raise KeyError(int(labels[np.argmin(rows)]))
+        return rows
 
     def __contains__(self, label: int) -> bool:
         with self._lock:
