@@ -24,6 +24,8 @@ Prints progress to stderr and, as the LAST stdout line, one JSON object:
 - search_time_p50_ms / _p99_ms, search_place_p50_ms / _p99_ms, recall_at_10_time / _place: search_node with a
   time window (1 % of the memory's time span) or a place filter (3 m around a point of the robot's path; every
   bench clip is one leg of a walk through a 50 m square), against the exact filtered top-10 (memory_search.py);
+  search_time_first_ms / search_place_first_ms (and milvus_search_..._first_ms): the first such search after
+  opening, left out of the percentiles (one-off costs: pages and caches touched for the first time);
   with --backend milvus also milvus_search_time_p50_ms / _p99_ms, milvus_search_place_p50_ms / _p99_ms and
   milvus_recall_at_10_time / _place: the same windows searched in Milvus with its scalar filters (end_ns, the
   place columns' box, then the exact circle on the hits), as a fleet search reads other robots' memories;

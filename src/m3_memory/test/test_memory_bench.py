@@ -18,6 +18,7 @@ def test_bench_prints_figures_as_last_line(capsys, tmp_path):
     assert result["peak_rss_mb"] > 100  # torch, onnxruntime and the models are resident
     # every bench memory has a place: time and place windows are timed and checked against exact filtered search
     assert result["search_time_p99_ms"] > 0 and result["search_place_p99_ms"] > 0
+    assert result["search_time_first_ms"] > 0 and result["search_place_first_ms"] > 0
     assert result["recall_at_10_time"] == 1.0 and result["recall_at_10_place"] == 1.0
 
 
