@@ -109,11 +109,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     play.add_argument(
         "--keep-up",
-        nargs="?",
-        const="/m3/perception/processed_until",
-        metavar="TOPIC",
-        help="pace on a consumer's progress (default topic: perception's) so nothing is dropped; "
+        action="store_true",
+        help="pace on a consumer's progress (--keep-up-topic) so nothing is dropped; "
         "with --rate 0: as fast as the nodes keep up",
+    )
+    play.add_argument(  # a topic of its own, not --keep-up's optional value: `--keep-up BAG` would take the bag
+        "--keep-up-topic",
+        default="/m3/perception/processed_until",
+        metavar="TOPIC",
+        help="the consumer's progress topic, rosgraph_msgs/Clock (default: perception's)",
     )
     play.add_argument("--keep-up-lead", type=float, default=0.25, metavar="S", help="max lead in stream time [s]")
     play.set_defaults(func=commands.cmd_play)

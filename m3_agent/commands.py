@@ -125,7 +125,7 @@ def cmd_play(args: argparse.Namespace) -> int:
         remaps=parse_remaps(args.remap),
         publish_clock=not args.no_clock,
         wait_for_subscribers_s=args.wait_for_subscribers,
-        keep_up_topic=args.keep_up or "",
+        keep_up_topic=args.keep_up_topic if args.keep_up else "",
         keep_up_lead_s=args.keep_up_lead,
     )
     options.validate()

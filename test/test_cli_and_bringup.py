@@ -25,6 +25,23 @@ def test_help_lists_subcommands():
     assert "m3-agent-ros" in result.stdout
 
 
+@pytest.mark.parametrize(
+    ("argv", "topic"),
+    [
+        (["--keep-up", "BAG"], "/m3/perception/processed_until"),  # the flag before the bag takes no value
+        (["BAG", "--keep-up"], "/m3/perception/processed_until"),
+        (["BAG", "--keep-up", "--keep-up-topic", "/r2/progress"], "/r2/progress"),
+        (["BAG"], ""),
+    ],
+)  # fmt: skip
+def test_play_keep_up_options(argv, topic):
+    from m3_agent.cli import build_parser
+
+    args = build_parser().parse_args(["play", *argv])
+    assert args.bag == "BAG"
+    assert (args.keep_up_topic if args.keep_up else "") == topic
+
+
 def test_unknown_params_file_is_a_clear_error():
     result = run_m3("run", "--params-file", "/nonexistent/m3.yaml", "--exit-after", "1")
     assert result.returncode == 2

@@ -53,12 +53,14 @@ QUESTIONS: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(rf"^what (?:do|can) you(?: currently)? see{_NOW}(?: {_PLACE})?{_NOW}\??$"), "all"),
     (re.compile(rf"^what(?:'s| is| are)(?: there)? {_PLACE}{_NOW}\??$"), "all"),
     (re.compile(rf"^who (?:do|can) you see{_NOW}\??$|^(?:who(?:'s| is)) {_PLACE}{_NOW}\??$"), "people"),
+    (re.compile(rf"^how many ([a-z][a-z '-]{{0,40}}?) (?:(?:can|do) you(?: currently)? see|are(?: there)?(?= {_PLACE}))"
+                rf"{_NOW}(?: {_PLACE})?{_NOW}\??$"), "count"),
 )  # fmt: skip
 
 
 @dataclass(frozen=True)
 class ViewQuestion:
-    asks: str  # "thing", "all" (what is in view) or "people" (who is)
+    asks: str  # "thing", "count" (how many of it), "all" (what is in view) or "people" (who is)
     thing: str = ""  # the thing asked about, lower case, without article ("cup", "cell phones")
 
 
@@ -214,6 +216,9 @@ def answer_now(question: ViewQuestion, state: ViewState, now: float | None = Non
         said = f"I see {_counted(objects)}." if objects else "I see nothing I can name."
         texts = state.in_view("texts", now)
         return said + (f" I can read {_read(texts)}." if not isinstance(texts, str) and texts else "")
+    if question.asks == "count":
+        found = [s for s in objects if matches(thing, s.label)]
+        return f"I see {_counted(found)} now." if found else f"I see no {thing} now."
     if question.asks == "people" or thing in PEOPLE_WORDS.split():
         people = [s for s in objects if s.label == "person"]
         return f"Yes: I see {_counted(people)} now." if people else "No: I see nobody now."

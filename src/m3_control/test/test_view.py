@@ -25,6 +25,10 @@ from m3_memory.search.as_of import NS_PER_S as NS
         ("Can you see anyone?", ViewQuestion("people")),
         ("Who do you see?", ViewQuestion("people")),
         ("Can you see the note?", ViewQuestion("thing", "note")),
+        ("How many people can you see?", ViewQuestion("count", "people")),
+        ("How many people do you see right now?", ViewQuestion("count", "people")),
+        ("how many cups are there in front of you", ViewQuestion("count", "cups")),
+        ("How many chairs are in view?", ViewQuestion("count", "chairs")),
     ],
 )
 def test_questions_about_now(instruction, expected):
@@ -43,6 +47,9 @@ def test_questions_about_now(instruction, expected):
         "Can you see Alice?",
         "Bring me the cup from the kitchen.",
         "What does the note say?",  # what it said: the memory of the reading
+        "How many cups are there in the kitchen?",  # a place in memory, not the view
+        "How many people did you see?",
+        "How many Smiths can you see?",  # a name
     ],
 )
 def test_other_questions_go_to_memory(instruction):
@@ -80,6 +87,9 @@ def test_answers_from_the_newest_images():
     assert answer_now(ViewQuestion("thing", "mug"), view, now=101.0) == "Yes: I see 2 cups now."
     assert answer_now(ViewQuestion("all"), view, now=101.0) == "I see a person and 2 cups."  # one person, not two
     assert answer_now(ViewQuestion("people"), view, now=101.0) == "Yes: I see a person now."
+    assert answer_now(ViewQuestion("count", "people"), view, now=101.0) == "I see a person now."
+    assert answer_now(ViewQuestion("count", "mugs"), view, now=101.0) == "I see 2 cups now."
+    assert answer_now(ViewQuestion("count", "dogs"), view, now=101.0) == "I see no dogs now."
     no_dog = answer_now(ViewQuestion("thing", "dog"), view, now=101.0)
     assert no_dog == "No: I do not see any dog now. I see a person and 2 cups."
     # 1.5 s on (stream time) only one cup is seen: what the earlier images showed is out of the window
