@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 from m3_control.memory_client import ENTITY_ID_RE, Memory
+from m3_control.skills import QUESTION_PREPOSITIONS, WH_WORDS
 
 TIME_RE = re.compile(
     r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekends?|today|tomorrow|tonight|yesterday|"
@@ -68,12 +69,14 @@ ROLE_STATEMENT_RE = re.compile(
 )
 QUOTED_RE = re.compile(r'\bsays:\s*"(.*)"\s*$', re.DOTALL)
 SEQ_RE = re.compile(r"_(\d+)$")
+# "At what time ...?" asks what "What time ...?" asks
+LEADING_PREPOSITION_RE = re.compile(rf"^(?:{'|'.join(QUESTION_PREPOSITIONS)})\s+(?=(?:{'|'.join(WH_WORDS)})\b)")
 MAX_REPLY_GAP = 4  # node ids between a question and its reply (the question's own derived memories lie between)
 
 
 def answer_kind(instruction: str) -> str:
     """What the instruction asks for: "time", "place", "number", "person", "role", "written" or ""."""
-    text = instruction.lower().strip()
+    text = LEADING_PREPOSITION_RE.sub("", instruction.lower().strip())
     if re.match(r"^(?:when\b|what (?:time|day|date)\b|which day\b)", text):
         return "time"
     if re.match(r"^where\b", text) or ROOM_QUESTION_RE.search(text):

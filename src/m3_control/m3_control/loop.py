@@ -39,7 +39,7 @@ from m3_control.memory_client import (
 from m3_control.names import ANSWER_ID_RE, UNNAMED, asker_spellings, names_from, respelt
 from m3_control.reasoner import Answer, LoopState, Reasoner, ReasonerError, Search
 from m3_control.relative_times import search_window, without_phrase
-from m3_control.skills import Skill, SkillError, Step, unnamed_objects, validate_plan
+from m3_control.skills import Skill, SkillError, Step, is_question, unnamed_objects, validate_plan
 from m3_memory.graph.name_spellings import CAPITALISED_RE
 
 # Result codes: names of the Instruct.Result constants.
@@ -52,6 +52,7 @@ NO_ANSWER = "NO_ANSWER"
 INTERNAL_ERROR = "INTERNAL_ERROR"
 
 EMPTY_HINT = "(The search result is empty. Please try searching from another angle.)"
+PLAN_REJECTED = "Your plan was rejected: {error}. Reply again with a valid plan (or Plan: [])."
 REPEAT_HINT = "(You already searched {query!r}; its results are above. Search from another angle or answer.)"
 LAST_ROUND = "This is the last round: you must answer now with Action: [Answer]."
 KNOWLEDGE_NOTE = (
@@ -297,8 +298,10 @@ def run_loop(
                 try:
                     plan = validate_plan(list(decision.plan), skills, instruction) or kept_plan
                 except SkillError as error:
-                    state.feedback = f"Your plan was rejected: {error}. Reply again with a valid plan (or Plan: [])."
-                    state.reask = "plan"
+                    if attempt == config.reasks and decision.text.strip() and is_question(instruction):
+                        plan = []  # a question asks for no plan: its answer stands without the one given anyway
+                    else:
+                        state.feedback, state.reask = PLAN_REJECTED.format(error=error), "plan"
                 else:
                     unnamed = unnamed_objects(decision.text, plan)
                     invented = []

@@ -101,6 +101,12 @@ QUESTION_STARTS = (
     "who", "whom", "whose", "what", "where", "when", "which", "why", "how",
     "did", "does", "do", "is", "are", "was", "were", "has", "have", "had",
 )  # fmt: skip
+WH_WORDS = ("who", "whom", "whose", "what", "where", "when", "which", "why", "how")
+# A question may open with a preposition: "At what time ...?", "On which day ...?", "With whom ...?"
+QUESTION_PREPOSITIONS = (
+    "at", "on", "in", "by", "for", "from", "to", "with", "until", "till", "since", "about", "after", "before",
+    "during", "into", "of",
+)  # fmt: skip
 
 
 def _words(text: str) -> list[str]:
@@ -110,6 +116,8 @@ def _words(text: str) -> list[str]:
 def is_question(instruction: str) -> bool:
     """A pure question ("Where did Alice put the keys?") asks for no robot action; "Can you bring..." does."""
     words = _words(instruction)
+    if len(words) > 1 and words[0] in QUESTION_PREPOSITIONS and words[1] in WH_WORDS:
+        return True
     return bool(words) and words[0] in QUESTION_STARTS
 
 

@@ -73,6 +73,11 @@ def ask(instruction: str):
         ("What did the sign by the door read?", "written"),
         ("What is written on the whiteboard?", "written"),
         ("What does Oskar say about the notebook?", ""),
+        ("At what time does the shop open?", "time"),  # a question may open with a preposition
+        ("On which day do the bees swarm?", "time"),
+        ("In which room is the shed key?", "place"),
+        ("With whom did Oskar go?", "person"),
+        ("In the shed, what colour is the door?", ""),
     ],
 )
 def test_answer_kind(question, kind):

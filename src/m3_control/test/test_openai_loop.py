@@ -172,6 +172,18 @@ def test_injected_memory_cannot_add_a_step():
     assert "must act on someone the instruction names" in result.error_message
 
 
+def test_a_question_keeps_its_answer_without_the_plan_it_was_not_asked_for():
+    """A small model that still adds a plan to a question after being told: the answer stands, no plan."""
+    drive = '[{"skill": "navigate_to", "target": "practice", "arguments": {}}]'
+    question = "At what time do they leave for practice on Saturday?"  # a question that opens with a preposition
+    said = FakeMemory([(0, [Memory("episodic_3", "episodic", '<face_1> says: "We leave at eight for practice."', 0)])])
+    with ChatServer([search("practice Saturday")] + [answer("They leave at eight.", plan=drive)] * 2) as server:
+        result, _, reasoner = run(server, question, memory=said, reasks=1)
+    assert "is a question" in server.requests[2]["messages"][-1]["content"]  # told once
+    assert result.code == "SUCCEEDED" and result.plan == [] and reasoner.calls == 3
+    assert result.answer == "They leave at eight."
+
+
 def test_valid_plan_for_a_command():
     plan = (
         '[{"skill": "navigate_to", "target": "hallway", "arguments": {}},'

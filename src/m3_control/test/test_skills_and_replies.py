@@ -47,6 +47,8 @@ def test_good_plans_pass():
     assert steps[2] == Step("hand_over", "Bob", {"object": "coffee"})
     assert validate_plan([], SKILLS, "Where is Bob?") == []
     assert not is_question("Can you bring me the keys?") and is_question("Did Bob drink coffee?")
+    assert is_question("At what time does Bob leave?") and is_question("To whom did Alice give the keys?")
+    assert not is_question("In the kitchen, bring me the keys") and not is_question("To the kitchen, please")
 
 
 def test_missing_skills_file_names_the_file(tmp_path):
