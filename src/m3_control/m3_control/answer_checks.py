@@ -18,7 +18,9 @@ memory is about an unnamed <voice_3>, even though Priya's violin memory was retr
 
 Facts. An answer to a goal that retrieved nothing says it does not know ("my memory holds nothing
 about that yet"); so does an answer none of whose new words (content words not in the question)
-appear in the evidence texts with names rendered (capitalised words: the name check). Short
+appear in the evidence texts with names rendered (capitalised words: the name check), counting only
+the memories about the question (those sharing a content word with it, and the lines said next to
+them in their clip) when any is. Short
 answers without new content words ("Yes, she did.") and "I don't know" answers pass; a command with
 a valid plan is not checked (skills.py). An answer that fails this is not sent back for its names.
 """
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import re
 
+from m3_control.answer_kinds import MAX_REPLY_GAP, seq_of
 from m3_control.memory_client import Memory, shown_place, shown_text
 from m3_control.names import ANSWER_ID_RE, NOT_NAMES, UNNAMED, names_from, with_names
 from m3_memory.graph.name_spellings import CAPITALISED_RE
@@ -169,5 +172,26 @@ def unsupported_fact(answer: str, question: str, evidence: list[Memory], names: 
     if not new:
         return ""
     rendered = {**names_from(evidence), **{k: v for k, v in names.items() if v}}
-    have = {_stem(w) for m in evidence for w in _words(with_names(_as_read(m), rendered, ANSWER_ID_RE))}
+    read = {m.node_id: {_stem(w) for w in _words(with_names(_as_read(m), rendered, ANSWER_ID_RE))} for m in evidence}
+    have = set().union(*(read[m.node_id] for m in about_question(question, evidence, read)))
     return "" if new & have else NOT_SUPPORTED
+
+
+def about_question(question: str, evidence: list[Memory], read: dict[str, set[str]]) -> list[Memory]:
+    """The memories an answer's fact may come from: those sharing a content word with the question, and the
+    lines said just before or after one of them in its clip ("I'm here for the cake." beside "Here it is.
+    Chocolate with raspberries."); all evidence when none shares one. read: node id -> its stemmed words.
+    Why: a small model answers "Where are the coffee tokens kept?" with the printer memory's "in the kitchen"."""
+    asked = {_stem(w) for w in _words(question) if len(w) > 2}
+    sharing = [m for m in evidence if asked & read[m.node_id]]
+    if not sharing:
+        return list(evidence)
+    lines = {(m.clip_index, m.robot_id, s) for m in sharing if (s := seq_of(m)) is not None}
+
+    def near(m: Memory) -> bool:
+        s = seq_of(m)
+        gap = range(-MAX_REPLY_GAP, MAX_REPLY_GAP + 1)
+        return s is not None and any((m.clip_index, m.robot_id, s + d) in lines for d in gap)
+
+    shared = {m.node_id for m in sharing}
+    return [m for m in evidence if m.node_id in shared or near(m)]

@@ -128,7 +128,8 @@ def _quoted(memory: Memory) -> str | None:
     return match.group(1).strip() if match else None
 
 
-def _seq(memory: Memory) -> int | None:
+def seq_of(memory: Memory) -> int | None:
+    """A memory's place in the order memories were stored (the number of its node id), or None."""
     match = SEQ_RE.search(memory.node_id)
     return int(match.group(1)) if match else None
 
@@ -142,7 +143,7 @@ def asks_back(memory: Memory) -> bool:
 def reply_to(question: Memory, evidence: list[Memory]) -> Memory | None:
     """The line said right after `question` in the same clip, by another speaker; None when the evidence
     does not hold it (or the next line there is the same speaker's)."""
-    seq = _seq(question)
+    seq = seq_of(question)
     if seq is None or not asks_back(question):
         return None
     following = [
@@ -151,12 +152,12 @@ def reply_to(question: Memory, evidence: list[Memory]) -> Memory | None:
         if m.clip_index == question.clip_index
         and m.node_id != question.node_id
         and _quoted(m) is not None
-        and (s := _seq(m)) is not None
+        and (s := seq_of(m)) is not None
         and seq < s <= seq + MAX_REPLY_GAP
     ]
     if not following:
         return None
-    reply = min(following, key=_seq)
+    reply = min(following, key=seq_of)
     # the speaker is what precedes "says:" (an id, or a name); the entity ids may include people addressed
     same_speaker = reply.text.split(" says:", 1)[0] == question.text.split(" says:", 1)[0]
     return None if same_speaker else reply
@@ -178,7 +179,7 @@ def addressee(line: Memory, evidence: list[Memory]) -> str | None:
     "Who tests the brakes?" answered by 'Tariq says: "Then you can test the brakes"', the one who
     tests them is the person Tariq spoke to, not Tariq."""
     said = _quoted(line)
-    seq = _seq(line)
+    seq = seq_of(line)
     if not said or seq is None or not YOU_DO_RE.search(said) or I_DO_RE.search(said):
         return None
     called = VOCATIVE_RE.search(said)
@@ -189,14 +190,14 @@ def addressee(line: Memory, evidence: list[Memory]) -> str | None:
         for m in evidence
         if m.clip_index == line.clip_index
         and _quoted(m) is not None
-        and (s := _seq(m)) is not None
+        and (s := seq_of(m)) is not None
         and 0 < abs(s - seq) <= MAX_REPLY_GAP
         and _speaker(m) != _speaker(line)
     ]
     if not near:
         return None
-    before = [m for m in near if _seq(m) < seq]
-    closest = max(before, key=_seq) if before else min(near, key=_seq)
+    before = [m for m in near if seq_of(m) < seq]
+    closest = max(before, key=seq_of) if before else min(near, key=seq_of)
     return _speaker(closest)
 
 

@@ -179,3 +179,24 @@ def test_a_room_the_evidence_was_made_in_supports_an_answer():
     question = "In which room did Noor talk about the cake?"
     assert unsupported_fact("In the pantry.", question, [placed], {"voice_1": "Noor"}) == ""
     assert unsupported_fact("In the pantry.", question, [unplaced], {"voice_1": "Noor"}) != ""  # no room known
+
+
+def test_a_fact_comes_from_memories_about_the_question():
+    """A fact from a retrieved memory that has nothing to do with the question is not an answer to it; the
+    line said next to one that is about it can be (the reply, the line naming the thing)."""
+    from m3_control.memory_client import Memory
+
+    def line(seq: int, text: str, clip: int = 0) -> Memory:
+        return Memory(f"episodic_{seq}", "episodic", text, clip)
+
+    tokens = line(11, '<voice_1> says: "The coffee machine only takes tokens, they are in the blue tin."')
+    printer = line(47, '<voice_3> says: "The printer on this floor is broken, use the one in the kitchen."', clip=3)
+    question = "Where are the coffee tokens kept?"
+    assert unsupported_fact("In the kitchen.", question, [tokens, printer], {}) == NOT_SUPPORTED
+    assert unsupported_fact("In the blue tin.", question, [tokens, printer], {}) == ""
+    cake = [line(38, '<voice_4> says: "Hi again, I\'m here for the cake."'), line(39, '<voice_2> says: "Here it is. '
+            'Chocolate with raspberries."'), line(60, '<voice_2> says: "The bread is rye."', clip=2)]  # fmt: skip
+    assert unsupported_fact("Chocolate with raspberries.", "What cake did Anya get?", cake, {}) == ""
+    assert unsupported_fact("Rye bread.", "What cake did Anya get?", cake, {}) == NOT_SUPPORTED
+    # nothing retrieved shares a word with the question: any of it may be what the model read
+    assert unsupported_fact("In the kitchen.", "Where should I print?", [tokens, printer], {}) == ""
