@@ -71,13 +71,14 @@ QUOTED_RE = re.compile(r'\bsays:\s*"(.*)"\s*$', re.DOTALL)
 SEQ_RE = re.compile(r"_(\d+)$")
 # "At what time ...?" asks what "What time ...?" asks
 LEADING_PREPOSITION_RE = re.compile(rf"^(?:{'|'.join(QUESTION_PREPOSITIONS)})\s+(?=(?:{'|'.join(WH_WORDS)})\b)")
+TIME_KIND_RE = re.compile(r"^(?:what|which) (time|day|date)\b")
 MAX_REPLY_GAP = 4  # node ids between a question and its reply (the question's own derived memories lie between)
 
 
 def answer_kind(instruction: str) -> str:
     """What the instruction asks for: "time", "place", "number", "person", "role", "written" or ""."""
     text = LEADING_PREPOSITION_RE.sub("", instruction.lower().strip())
-    if re.match(r"^(?:when\b|what (?:time|day|date)\b|which day\b)", text):
+    if re.match(r"^when\b", text) or TIME_KIND_RE.match(text):
         return "time"
     if re.match(r"^where\b", text) or ROOM_QUESTION_RE.search(text):
         return "place"
@@ -90,6 +91,14 @@ def answer_kind(instruction: str) -> str:
     if WRITTEN_QUESTION_RE.search(text):
         return "written"
     return ""
+
+
+def kind_words(instruction: str) -> set[str]:
+    """The words that only name the kind of answer asked for: "time" in "(At) what time does the shop open?",
+    "day" in "Which day ...?". Why: they are no part of what the question is about, and a memory stating the
+    time ("Dentist Wednesday 4 pm") does not say the word."""
+    match = TIME_KIND_RE.match(LEADING_PREPOSITION_RE.sub("", instruction.lower().strip()))
+    return {match.group(1)} if match else set()
 
 
 def holds_kind(text: str, kind: str, names: set[str]) -> bool:

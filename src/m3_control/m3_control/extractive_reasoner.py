@@ -33,6 +33,7 @@ from m3_control.answer_kinds import (
     addressee,
     answer_kind,
     holds_kind,
+    kind_words,
     reply_to,
     role_of,
     where_it_happened,
@@ -147,7 +148,7 @@ def content_words(text: str) -> set[str]:
 def question_words(instruction: str) -> set[str]:
     """What the instruction is about: content words without answer-kind words ("name of the woman")
     or the command verb of a request."""
-    words = content_words(instruction) - {_stem(w) for w in ROLE_WORDS}
+    words = content_words(instruction) - {_stem(w) for w in ROLE_WORDS | kind_words(instruction)}
     if not is_question(instruction):
         first = re.findall(r"[a-z]+", instruction.lower())
         if first and first[0] in COMMAND_VERBS:

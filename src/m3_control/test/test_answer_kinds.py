@@ -219,3 +219,14 @@ def test_a_role_is_the_subjects_own(text, people, states):
     from m3_control.answer_kinds import role_of
 
     assert role_of(text, people) is states
+
+
+@pytest.mark.parametrize(
+    "question", ["What time is the vet appointment?", "At what time is the vet appointment?", "Which day is the vet?"]
+)
+def test_a_time_question_is_about_its_subject_not_the_word_time(question):
+    """ "time" / "day" only name the kind asked: a note with the vet's time answers (it says neither word)."""
+    note = Memory("episodic_30", "episodic", 'A written note or sign says: "Vet Friday 10 am"', 2)
+    memory = FakeMemory([(2, [note, said(31, "voice_2", "The roses need pruning.", 2)])], names=NAMES)
+    result = run_loop(question, ExtractiveReasoner(), memory, SKILLS, LoopConfig())
+    assert "Vet Friday 10 am" in result.answer, result.answer
