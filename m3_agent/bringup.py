@@ -17,8 +17,9 @@ import os
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
@@ -198,9 +199,16 @@ class GraphSnapshot:
     topics: dict[str, list[str]]
     services: dict[str, list[str]]
     actions: dict[str, list[str]]
+    duplicate_nodes: list[str] = field(default_factory=list)  # names another process also uses
 
     def as_dict(self) -> dict:
-        return {"nodes": self.nodes, "topics": self.topics, "services": self.services, "actions": self.actions}
+        return {
+            "nodes": self.nodes,
+            "topics": self.topics,
+            "services": self.services,
+            "actions": self.actions,
+            "duplicate_nodes": self.duplicate_nodes,
+        }
 
 
 def snapshot_graph(probe: Node, node_names: tuple[str, ...], settle_s: float = 30.0) -> GraphSnapshot:
@@ -208,6 +216,9 @@ def snapshot_graph(probe: Node, node_names: tuple[str, ...], settle_s: float = 3
 
     A node's name can be discovered well before its endpoints (a loaded machine: CI saw the memory node with
     no topic at all), and every rclpy node publishes /rosout: a node counts as seen once it shows a publisher.
+    Another process's node of the same name (one just stopped, still within its DDS lease) is listed beside
+    ours: the wait goes on while a name is listed twice, and one that stays is named in `duplicate_nodes`
+    (its endpoints are then the union of both, since the graph API cannot tell the two apart by name).
     """
     from rclpy.action import get_action_server_names_and_types_by_node
 
@@ -220,24 +231,37 @@ def snapshot_graph(probe: Node, node_names: tuple[str, ...], settle_s: float = 3
             if name in node_names
         )
         seen = {name for name, publishers in found if publishers}
+        unique = len(found) == len({name for name, _ in found})
         if found != last:
             last, stable_since = found, time.monotonic()
-        elif seen == set(node_names) and time.monotonic() - stable_since >= 1.0:
+        elif seen == set(node_names) and unique and time.monotonic() - stable_since >= 1.0:
             break
         time.sleep(0.1)
-    topics, services, actions = {}, {}, {}
+    topics: dict[str, set[str]] = {}
+    services: dict[str, set[str]] = {}
+    actions: dict[str, set[str]] = {}
+    listed: Counter[str] = Counter()
     for name, namespace in probe.get_node_names_and_namespaces():
         if name not in node_names:
             continue
-        topics[name] = sorted(t for t, _ in probe.get_publisher_names_and_types_by_node(name, namespace))
-        services[name] = sorted(
+        listed[name] += 1
+        publishers = probe.get_publisher_names_and_types_by_node(name, namespace)
+        topics.setdefault(name, set()).update(t for t, _ in publishers)
+        services.setdefault(name, set()).update(
             s
             for s, _ in probe.get_service_names_and_types_by_node(name, namespace)
             if not s.rsplit("/", 1)[-1].endswith(("_parameters", "_parameter_types", "_parameter"))
             and "/_action/" not in s
         )
-        actions[name] = sorted(a for a, _ in get_action_server_names_and_types_by_node(probe, name, namespace))
-    return GraphSnapshot(sorted(set(topics)), topics, services, actions)
+        actions.setdefault(name, set()).update(
+            a for a, _ in get_action_server_names_and_types_by_node(probe, name, namespace)
+        )
+
+    def listing(found: dict[str, set[str]]) -> dict[str, list[str]]:
+        return {name: sorted(names) for name, names in found.items()}
+
+    duplicates = sorted(name for name, count in listed.items() if count > 1)
+    return GraphSnapshot(sorted(topics), listing(topics), listing(services), listing(actions), duplicates)
 
 
 @contextlib.contextmanager

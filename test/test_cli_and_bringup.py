@@ -144,3 +144,33 @@ def test_config_holds_every_parameter_with_its_default():
         assert not extra and not missing, f"{node}: only in m3.yaml {extra}, missing there {missing}"
         differ = {k: (values[k], table[k][0]) for k in table if values[k] != table[k][0]}
         assert not differ, f"{node}: m3.yaml value != node default: {differ}"
+
+
+class _TwoOfOneName:
+    """A probe's graph view where another process's node shares our memory node's name: one of the two
+    (ours, its endpoints not yet discovered, or a stopped one within its lease) shows no endpoint."""
+
+    def get_node_names_and_namespaces(self):
+        return [("memory_node", "/"), ("memory_node", "/")]
+
+    def __init__(self):
+        self.calls = 0
+
+    def get_publisher_names_and_types_by_node(self, name, namespace):
+        self.calls += 1
+        return [("/rosout", ["rcl_interfaces/msg/Log"]), ("/m3/memory_events", ["x"])] if self.calls % 2 else []
+
+    def get_service_names_and_types_by_node(self, name, namespace):
+        return [("/m3/search_node", ["m3_interfaces/srv/SearchNode"])] if self.calls % 2 else []
+
+
+def test_graph_snapshot_names_a_node_listed_twice_and_keeps_its_endpoints(monkeypatch):
+    import rclpy.action
+
+    from m3_agent.bringup import snapshot_graph
+
+    monkeypatch.setattr(rclpy.action, "get_action_server_names_and_types_by_node", lambda *_: [])
+    snapshot = snapshot_graph(_TwoOfOneName(), ("memory_node",), settle_s=0.5)
+    assert snapshot.duplicate_nodes == ["memory_node"]
+    assert snapshot.topics["memory_node"] == ["/m3/memory_events", "/rosout"]
+    assert snapshot.services["memory_node"] == ["/m3/search_node"]
