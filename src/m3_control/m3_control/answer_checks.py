@@ -178,14 +178,18 @@ def unsupported_fact(answer: str, question: str, evidence: list[Memory], names: 
 
 
 def about_question(question: str, evidence: list[Memory], read: dict[str, set[str]]) -> list[Memory]:
-    """The memories an answer's fact may come from: those sharing a content word with the question, and the
-    lines said just before or after one of them in its clip ("I'm here for the cake." beside "Here it is.
-    Chocolate with raspberries."); all evidence when none shares one. read: node id -> its stemmed words.
-    Why: a small model answers "Where are the coffee tokens kept?" with the printer memory's "in the kitchen"."""
+    """The memories an answer's fact may come from: those sharing the most content words with the question
+    (two or more where any shares two), and the lines said just before or after one of them in its clip ("I'm
+    here for the cake." beside "Here it is. Chocolate with raspberries."); all evidence when none shares one.
+    read: node id -> its stemmed words. Why: a small model answers "Where are the coffee tokens kept?" with
+    the printer memory's "in the kitchen", and "What do you need to use the coffee machine?" with "a laptop"
+    from "our new analyst needs a laptop", which shares only the question's verb."""
     asked = {_stem(w) for w in _words(question) if len(w) > 2}
-    sharing = [m for m in evidence if asked & read[m.node_id]]
-    if not sharing:
+    overlap = {m.node_id: len(asked & read[m.node_id]) for m in evidence}
+    best = max(overlap.values(), default=0)
+    if not best:
         return list(evidence)
+    sharing = [m for m in evidence if overlap[m.node_id] >= min(best, 2)]
     lines = {(m.clip_index, m.robot_id, s) for m in sharing if (s := seq_of(m)) is not None}
 
     def near(m: Memory) -> bool:

@@ -198,5 +198,11 @@ def test_a_fact_comes_from_memories_about_the_question():
             'Chocolate with raspberries."'), line(60, '<voice_2> says: "The bread is rye."', clip=2)]  # fmt: skip
     assert unsupported_fact("Chocolate with raspberries.", "What cake did Anya get?", cake, {}) == ""
     assert unsupported_fact("Rye bread.", "What cake did Anya get?", cake, {}) == NOT_SUPPORTED
+    # a line sharing only the question's verb is not about it when another shares its subject
+    laptop = line(34, '<voice_1> says: "Hi Thomas, our new analyst needs a laptop."', clip=2)
+    question = "What do you need to use the coffee machine?"
+    assert unsupported_fact("You need a laptop.", question, [tokens, laptop], {}) == NOT_SUPPORTED
+    assert unsupported_fact("Tokens.", question, [tokens, laptop], {}) == ""
+    assert unsupported_fact("A laptop.", "What does the new analyst need?", [tokens, laptop], {}) == ""
     # nothing retrieved shares a word with the question: any of it may be what the model read
     assert unsupported_fact("In the kitchen.", "Where should I print?", [tokens, printer], {}) == ""
