@@ -192,9 +192,10 @@ def about_question(question: str, evidence: list[Memory], read: dict[str, set[st
     sharing = [m for m in evidence if overlap[m.node_id] >= min(best, 2)]
     lines = {(m.clip_index, m.robot_id, s) for m in sharing if (s := seq_of(m)) is not None}
 
+    gap = range(-MAX_REPLY_GAP, MAX_REPLY_GAP + 1)
+
     def near(m: Memory) -> bool:
         s = seq_of(m)
-        gap = range(-MAX_REPLY_GAP, MAX_REPLY_GAP + 1)
         return s is not None and any((m.clip_index, m.robot_id, s + d) in lines for d in gap)
 
     shared = {m.node_id for m in sharing}

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from m3_control.memory_client import ENTITY_ID_RE, Memory
-from m3_control.skills import QUESTION_PREPOSITIONS, WH_WORDS
+from m3_control.skills import question_core
 
 TIME_RE = re.compile(
     r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekends?|today|tomorrow|tonight|yesterday|"
@@ -69,15 +69,13 @@ ROLE_STATEMENT_RE = re.compile(
 )
 QUOTED_RE = re.compile(r'\bsays:\s*"(.*)"\s*$', re.DOTALL)
 SEQ_RE = re.compile(r"_(\d+)$")
-# "At what time ...?" asks what "What time ...?" asks
-LEADING_PREPOSITION_RE = re.compile(rf"^(?:{'|'.join(QUESTION_PREPOSITIONS)})\s+(?=(?:{'|'.join(WH_WORDS)})\b)")
 TIME_KIND_RE = re.compile(r"^(?:what|which) (time|day|date)\b")
 MAX_REPLY_GAP = 4  # node ids between a question and its reply (the question's own derived memories lie between)
 
 
 def answer_kind(instruction: str) -> str:
     """What the instruction asks for: "time", "place", "number", "person", "role", "written" or ""."""
-    text = LEADING_PREPOSITION_RE.sub("", instruction.lower().strip())
+    text = question_core(instruction)
     if re.match(r"^when\b", text) or TIME_KIND_RE.match(text):
         return "time"
     if re.match(r"^where\b", text) or ROOM_QUESTION_RE.search(text):
@@ -97,7 +95,7 @@ def kind_words(instruction: str) -> set[str]:
     """The words that only name the kind of answer asked for: "time" in "(At) what time does the shop open?",
     "day" in "Which day ...?". Why: they are no part of what the question is about, and a memory stating the
     time ("Dentist Wednesday 4 pm") does not say the word."""
-    match = TIME_KIND_RE.match(LEADING_PREPOSITION_RE.sub("", instruction.lower().strip()))
+    match = TIME_KIND_RE.match(question_core(instruction))
     return {match.group(1)} if match else set()
 
 

@@ -97,16 +97,20 @@ def describe_skills(skills: dict[str, Skill]) -> str:
     return "\n".join(lines)
 
 
-QUESTION_STARTS = (
-    "who", "whom", "whose", "what", "where", "when", "which", "why", "how",
-    "did", "does", "do", "is", "are", "was", "were", "has", "have", "had",
-)  # fmt: skip
 WH_WORDS = ("who", "whom", "whose", "what", "where", "when", "which", "why", "how")
+QUESTION_STARTS = (*WH_WORDS, "did", "does", "do", "is", "are", "was", "were", "has", "have", "had")
 # A question may open with a preposition: "At what time ...?", "On which day ...?", "With whom ...?"
 QUESTION_PREPOSITIONS = (
     "at", "on", "in", "by", "for", "from", "to", "with", "until", "till", "since", "about", "after", "before",
     "during", "into", "of",
 )  # fmt: skip
+LEADING_PREPOSITION_RE = re.compile(rf"^(?:{'|'.join(QUESTION_PREPOSITIONS)})\s+(?=(?:{'|'.join(WH_WORDS)})\b)")
+
+
+def question_core(instruction: str) -> str:
+    """The instruction in lower case without a preposition before its question word: "At what time ...?"
+    asks what "What time ...?" asks."""
+    return LEADING_PREPOSITION_RE.sub("", instruction.lower().strip())
 
 
 def _words(text: str) -> list[str]:
@@ -115,9 +119,7 @@ def _words(text: str) -> list[str]:
 
 def is_question(instruction: str) -> bool:
     """A pure question ("Where did Alice put the keys?") asks for no robot action; "Can you bring..." does."""
-    words = _words(instruction)
-    if len(words) > 1 and words[0] in QUESTION_PREPOSITIONS and words[1] in WH_WORDS:
-        return True
+    words = _words(question_core(instruction))
     return bool(words) and words[0] in QUESTION_STARTS
 
 
