@@ -31,7 +31,7 @@ import re
 
 from m3_control.answer_kinds import MAX_REPLY_GAP, seq_of
 from m3_control.memory_client import Memory, shown_place, shown_text
-from m3_control.names import ANSWER_ID_RE, NOT_NAMES, UNNAMED, names_from, with_names
+from m3_control.names import ANSWER_ID_RE, CALENDAR_WORDS, NOT_NAMES, UNNAMED, names_from, with_names
 from m3_memory.graph.name_spellings import CAPITALISED_RE
 
 NOTHING_YET = "I don't know: my memory holds nothing about that yet."
@@ -182,7 +182,11 @@ def unsupported_fact(answer: str, question: str, evidence: list[Memory], names: 
         return ""
     if not evidence:
         return NOTHING_YET
-    said = CAPITALISED_RE.sub(" ", ANSWER_ID_RE.sub(" ", answer).replace(UNNAMED, " "))  # names: the name check
+    # names are the name check's; a day or a month is a fact like any other ("The dentist appointment is on Friday.")
+    said = CAPITALISED_RE.sub(
+        lambda m: m.group(0) if m.group(1).lower() in CALENDAR_WORDS else " ",
+        ANSWER_ID_RE.sub(" ", answer).replace(UNNAMED, " "),
+    )
     new = {_stem(w) for w in _words(said) if len(w) > 2} - {_stem(w) for w in _words(question)}
     if not new:
         return ""

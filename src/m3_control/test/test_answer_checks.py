@@ -211,6 +211,12 @@ def test_a_fact_comes_from_memories_about_the_question():
             'Chocolate with raspberries."'), line(60, '<voice_2> says: "The bread is rye."', clip=2)]  # fmt: skip
     assert unsupported_fact("Chocolate with raspberries.", "What cake did Anya get?", cake, {}) == ""
     assert unsupported_fact("Rye bread.", "What cake did Anya get?", cake, {}) == NOT_SUPPORTED
+    # a day is a fact to check, not a name left to the name check
+    note = line(48, 'A written note or sign says: "Dentist Wednesday 4 pm"', clip=4)
+    birthday = line(57, '<voice_3> says: "Yes, it is on Friday."', clip=5)
+    question = "When is the dentist appointment?"
+    assert unsupported_fact("The dentist appointment is on Friday.", question, [note, birthday], {}) == NOT_SUPPORTED
+    assert unsupported_fact("On Wednesday at 4 pm.", question, [note, birthday], {}) == ""
     # a line sharing only the question's verb is not about it when another shares its subject
     laptop = line(34, '<voice_1> says: "Hi Thomas, our new analyst needs a laptop."', clip=2)
     question = "What do you need to use the coffee machine?"
