@@ -39,15 +39,6 @@ NOT_SUPPORTED = "I don't know: nothing in my memory says that."
 UNNAMED_POSSESSIVE = "someone's"
 
 DONT_KNOW_RE = re.compile(r"\b(?:don'?t|do not|does not|doesn'?t|not) know\b|\b(?:can'?t|cannot) tell\b", re.I)
-# An answer that only says memory does not tell: "I don't know", "I do not know where ...", "I'm not sure",
-# "There is no information about ...", "Nothing in my memory says ...", "Unknown."
-ABSTAIN_RE = re.compile(
-    r"^\W*(i\s+(do\s*n[o']?t|cannot|can't|could\s*n[o']?t)\s+(know|tell|say|determine|find|recall)"
-    r"|i\s*('m|\s+am)\s+not\s+sure|(unknown|not\s+known)\W*$"
-    r"|there\s+is\s+no\s+(information|mention|record|evidence)|no\s+(information|record|mention|evidence)\b"
-    r"|(my\s+)?memory\s+(holds|has|contains|says)\s+nothing|nothing\s+in\s+my\s+memory)",
-    re.IGNORECASE,
-)
 PERSON_QUESTION_RE = re.compile(
     r"\b(?:who|whom|whose|name|names|named|called|anyone|anybody|someone|somebody|everyone|everybody|"
     r"which (?:person|people|one|man|woman|men|women|guest|guests|of (?:them|us|you)))\b",
@@ -82,12 +73,6 @@ def asks_about_person(question: str) -> bool:
 def says_dont_know(answer: str) -> bool:
     """Whether the answer says it does not know (the stand-in for an unnamed person does not count)."""
     return bool(DONT_KNOW_RE.search(answer.replace(UNNAMED, "someone")))
-
-
-def abstains(answer: str) -> bool:
-    """Whether an answer only says that memory does not tell ("I don't know their name.", not "The person
-    who plays the cello; I don't know their name.")."""
-    return bool(ABSTAIN_RE.match(answer.strip()))
 
 
 def evidence_ids(evidence: list[Memory]) -> set[str]:

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from m3_control.answer_checks import (
-    abstains,
     evidence_ids,
     names_feedback,
     replace_names,
@@ -260,8 +259,6 @@ def run_loop(
     # Answer checks (answer_checks.py) for every back-end but one that only quotes memory (extractive).
     checked = not getattr(reasoner, "quotes_memory", False) and not asks_for_id(instruction)
     names_asked = False  # an answer naming people the evidence does not name is sent back once
-    # ... and with those names replaced, it stands if the answer sent back only says "I don't know"
-    without_names: tuple[Answer, str] | None = None
 
     def stopped() -> LoopResult | None:
         code = stop()
@@ -319,7 +316,6 @@ def run_loop(
                         state.reask = "text"
                     elif invented:  # once: a second answer that still names them has the names replaced
                         names_asked, kept_plan = True, plan
-                        without_names = decision, replace_names(text, invented)
                         state.feedback = names_feedback(invented, supported_names(state.evidence, state.names))
                         state.reask = "text"
             if not state.feedback:
@@ -338,15 +334,12 @@ def run_loop(
         state.messages.append({"role": "assistant", "content": decision.raw or decision_text(decision)})
 
         if isinstance(decision, Answer):
-            # An instruction that asks for an id gets ids; any other gets names where memory knows them.
-            wants_ids = asks_for_id(instruction)
-            answer = decision.text if wants_ids else _resolved(state, decision.text, memory)
-            if without_names and abstains(answer):
-                # told not to use a name, a small model drops its whole answer ("I don't know their name.")
-                decision, answer = without_names
             known = {m.node_id for m in state.evidence}
             cited = [e for e in decision.evidence_ids if e in known]
             result.evidence_ids = cited or supporting_ids(decision.text, state.evidence)
+            # An instruction that asks for an id gets ids; any other gets names where memory knows them.
+            wants_ids = asks_for_id(instruction)
+            answer = decision.text if wants_ids else _resolved(state, decision.text, memory)
             if checked:
                 people = state.people or {}
                 unsupported = "" if plan else unsupported_fact(answer, instruction, state.evidence, state.names)

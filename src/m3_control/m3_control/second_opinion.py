@@ -21,15 +21,29 @@ stays a wrong guess), a plan is never replaced, and an answer the rules gave say
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
-from m3_control.answer_checks import abstains
 from m3_control.answer_kinds import answer_kind, holds_kind
 from m3_control.extractive_reasoner import ExtractiveReasoner, content_words, question_words
 from m3_control.loop import SUCCEEDED, LoopResult
 
 RULES = "extractive"  # answered_by of an answer the rules gave
 CRISP_KINDS = ("place", "time", "number")  # kinds an answer visibly holds or lacks (answer_kinds.holds_kind)
+# An answer that only says memory does not tell: "I don't know", "I do not know where ...", "I'm not sure",
+# "There is no information about ...", "Nothing in my memory says ...", "Unknown."
+ABSTAIN_RE = re.compile(
+    r"^\W*(i\s+(do\s*n[o']?t|cannot|can't|could\s*n[o']?t)\s+(know|tell|say|determine|find|recall)"
+    r"|i\s*('m|\s+am)\s+not\s+sure|(unknown|not\s+known)\W*$"
+    r"|there\s+is\s+no\s+(information|mention|record|evidence)|no\s+(information|record|mention|evidence)\b"
+    r"|(my\s+)?memory\s+(holds|has|contains|says)\s+nothing|nothing\s+in\s+my\s+memory)",
+    re.IGNORECASE,
+)
+
+
+def abstains(answer: str) -> bool:
+    """Whether an answer only says that memory does not tell."""
+    return bool(ABSTAIN_RE.match(answer.strip()))
 
 
 def unanswered(question: str, answer: str) -> bool:

@@ -76,19 +76,6 @@ def test_a_name_still_unsupported_after_the_reask_is_replaced_never_returned():
     assert len(requests) == 2  # sent back once only
 
 
-def test_an_answer_dropped_for_a_name_comes_back_without_the_name():
-    """Told a name is not memory's, a small model answers "I don't know their name." to a question that asked
-    no name: its first answer stands with that name replaced, and the facts memory holds are kept."""
-    result, _, requests = ask(
-        [reply("Priya plays the violin in the hall with Tomas."), reply("I don't know their name.")],
-        "What does Priya do in the hall?",
-    )
-    assert result.code == SUCCEEDED, result.error_message
-    assert len(requests) == 2 and "Tomas" in requests[1]["messages"][-1]["content"]
-    assert result.answer == f"Priya plays the violin in the hall with {UNNAMED}."
-    assert result.evidence_ids == ["episodic_2"]
-
-
 def test_an_unknown_capitalised_name_for_a_person_question_is_unsupported():
     result, _, _ = ask([reply("Zoltan plays the cello."), reply("Zoltan plays it.")], "Who plays the cello?")
     assert "Zoltan" not in result.answer and UNNAMED.lower() in result.answer.lower()

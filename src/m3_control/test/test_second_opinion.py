@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from m3_control.answer_checks import abstains
 from m3_control.loop import SUCCEEDED, LoopResult
 from m3_control.memory_client import Memory
 from m3_control.reasoner import MODEL_ERROR, LoopState
-from m3_control.second_opinion import ask_rules_when_unsure, unanswered
+from m3_control.second_opinion import abstains, ask_rules_when_unsure, unanswered
 
 Q = "Who keeps the aprons, and where?"
 
