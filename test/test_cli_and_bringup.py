@@ -150,11 +150,11 @@ class _TwoOfOneName:
     """A probe's graph view where another process's node shares our memory node's name: one of the two
     (ours, its endpoints not yet discovered, or a stopped one within its lease) shows no endpoint."""
 
-    def get_node_names_and_namespaces(self):
-        return [("memory_node", "/"), ("memory_node", "/")]
-
     def __init__(self):
         self.calls = 0
+
+    def get_node_names_and_namespaces(self):
+        return [("memory_node", "/"), ("memory_node", "/")]
 
     def get_publisher_names_and_types_by_node(self, name, namespace):
         self.calls += 1

@@ -27,12 +27,12 @@ PERSON_HIT_RE = re.compile(rf"^<({ANY_ID})> is called ([A-Z][\w-]*); faces and v
 MEMBER_HIT_RE = re.compile(rf"^<({ANY_ID})> of <({ANY_ID})>(?: \(([A-Z][\w-]*)\))?")
 # In answers a model may also write an id without its brackets ("person_3").
 ANSWER_ID_RE = re.compile(rf"<({ANY_ID})>|\b({ANY_ID})\b")
-# Capitalised words that are not names (sentence starts, titles of time), whatever memory holds.
 # Capitalised, and never a person's name: the days and months an answer states as facts
 CALENDAR_WORDS = set(
     "monday tuesday wednesday thursday friday saturday sunday january february march april may june july august "
     "september october november december".split()
 )
+# Capitalised words that are not names (sentence starts, titles of time), whatever memory holds.
 NOT_NAMES = CALENDAR_WORDS | set(
     "i a an the this that these those it its he she they we you his her their our your my me him them us there here "
     "someone somebody nobody noone none no yes everyone everybody anyone anybody both all each one two three some "
