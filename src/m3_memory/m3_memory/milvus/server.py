@@ -5,12 +5,15 @@ milvus-lite 3.2.2 needs protobuf >= 5 and mediapipe (perception) needs protobuf 
 lives in its own virtualenv that bootstrap.sh makes (~/.cache/m3-agent/milvus-lite-3.2.2); the
 memory talks to it over gRPC with pymilvus 2.5, which runs on the main venv's protobuf 4.
 The server ends with the process that started it, even on SIGKILL (child_processes.popen_tied).
+It runs through lite_launcher.py, by the interpreter of the `milvus-lite` program, so that a kill while
+it writes an index file does not leave a collection that no longer loads.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -31,6 +34,19 @@ def milvus_lite_command() -> str:
         "the milvus-lite server is not installed: run `bash bootstrap.sh setup` (it installs milvus-lite "
         f"{MILVUS_LITE_VERSION} into {os.path.dirname(os.path.dirname(DEFAULT_COMMAND))}) or set M3_MILVUS_LITE"
     )
+
+
+LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lite_launcher.py")
+
+
+def server_command() -> list[str]:
+    """`milvus-lite` through lite_launcher.py: the program's own interpreter (its #! line) runs the launcher."""
+    program = milvus_lite_command()
+    with open(program, "rb") as file:
+        first = file.readline(4096).decode("utf-8", "replace").strip()
+    if not first.startswith("#!"):
+        raise RuntimeError(f"{program} is not a Python console script (no #! line): cannot run lite_launcher.py")
+    return [*shlex.split(first[2:]), LAUNCHER]
 
 
 def free_port() -> int:
@@ -62,7 +78,7 @@ class MilvusLiteServer:
 
     def start(self, timeout_s: float = 60.0) -> MilvusLiteServer:
         os.makedirs(os.path.dirname(self.data_dir) or ".", exist_ok=True)
-        command = [milvus_lite_command(), "server", "--data-dir", self.data_dir, "--host", "127.0.0.1"]
+        command = [*server_command(), "server", "--data-dir", self.data_dir, "--host", "127.0.0.1"]
         with open(self.log_path, "ab") as log:
             self.process = popen_tied(
                 [*command, "--port", str(self.port), "--max-workers", "8"],
