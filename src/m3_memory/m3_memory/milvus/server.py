@@ -64,21 +64,28 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
 
 
 class MilvusLiteServer:
-    """One `milvus-lite server` process on 127.0.0.1:port serving data_dir; start() waits until it listens."""
+    """One `milvus-lite server` process on host:port (127.0.0.1 unless told; 0.0.0.0 for a fleet on several
+    machines) serving data_dir; start() waits until it listens."""
 
-    def __init__(self, data_dir: str, port: int = 0, log_path: str | None = None) -> None:
+    def __init__(self, data_dir: str, port: int = 0, log_path: str | None = None, host: str = "127.0.0.1") -> None:
         self.data_dir = os.path.abspath(os.path.expanduser(data_dir))
+        self.host = host
         self.port = port or free_port()
         self.log_path = log_path or self.data_dir.rstrip("/") + ".server.log"
         self.process: subprocess.Popen | None = None
 
     @property
     def uri(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self._reach}:{self.port}"
+
+    @property
+    def _reach(self) -> str:
+        """The address this machine reaches the server at."""
+        return "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
 
     def start(self, timeout_s: float = 60.0) -> MilvusLiteServer:
         os.makedirs(os.path.dirname(self.data_dir) or ".", exist_ok=True)
-        command = [*server_command(), "server", "--data-dir", self.data_dir, "--host", "127.0.0.1"]
+        command = [*server_command(), "server", "--data-dir", self.data_dir, "--host", self.host]
         with open(self.log_path, "ab") as log:
             self.process = popen_tied(
                 [*command, "--port", str(self.port), "--max-workers", "8"],
@@ -88,7 +95,7 @@ class MilvusLiteServer:
             )
         atexit.register(self.stop)  # a program that dies of an exception does not leave its server behind
         deadline = time.monotonic() + timeout_s
-        while not port_open(self.port):
+        while not port_open(self.port, self._reach):
             if self.process.poll() is not None:
                 raise RuntimeError(f"milvus-lite server exited with {self.process.returncode}; see {self.log_path}")
             if time.monotonic() > deadline:

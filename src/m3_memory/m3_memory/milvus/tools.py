@@ -1,7 +1,8 @@
 """`m3 memory to-milvus DIR --uri URI` / `from-milvus NEW_DIR --uri URI`: move a robot's memory
 between its SQLite directory and Milvus, verified by counts and a record-by-record comparison.
+`m3 memory milvus-server DATA_DIR`: one Milvus (milvus-lite's server, server.py) for a fleet.
 
-Both print one JSON object (what was copied, the problems found) and exit 0 when the copy is
+The copies print one JSON object (what was copied, the problems found) and exit 0 when the copy is
 complete, 1 when the comparison found differences, 2 when nothing was done (see store_tools).
 """
 
@@ -9,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
+import sys
 
-from m3_memory.cli_command import command
+from m3_memory.cli_command import command, fail
 from m3_memory.errors import StoreError
 from m3_memory.milvus.backend import MilvusBackend, MilvusConfig
+from m3_memory.milvus.server import MilvusLiteServer
 from m3_memory.robot_ids import check_robot_id
 from m3_memory.store.backend_copy import copy_memory, verify_copy
 from m3_memory.store.from_rows import DEFAULT_TEXT_DIM, new_store_dir
@@ -99,3 +103,28 @@ def from_milvus_main(argv: list[str] | None = None) -> int:
     finally:
         source.close()
     return _report(copied, problems, memory_dir=args.memory_dir, uri=args.uri, robot_id=args.robot_id)
+
+
+@command("milvus-server")
+def milvus_server_main(argv: list[str] | None = None) -> int:
+    """Serve DATA_DIR with milvus-lite's gRPC server until Ctrl-C or SIGTERM (robots set milvus_uri to its URI)."""
+    parser = argparse.ArgumentParser(prog="m3 memory milvus-server", description=milvus_server_main.__doc__)
+    parser.add_argument("data_dir", help="the server's data directory (created when missing)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0: every interface)")
+    parser.add_argument("--port", type=int, default=19530, help="port to listen on (default 19530)")
+    args = parser.parse_args(argv)
+    if not 1 <= args.port <= 65535:
+        parser.error(f"--port must be 1..65535, got {args.port}")
+    server = MilvusLiteServer(args.data_dir, args.port, host=args.host)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # SystemExit: the finally below stops the server
+    try:
+        server.start()
+        print(json.dumps({"uri": server.uri, "data_dir": server.data_dir, "log": server.log_path}), flush=True)
+        code = server.process.wait()
+        return fail("milvus-server", f"the milvus-lite server exited with {code}; see {server.log_path}")
+    except KeyboardInterrupt:
+        return 0
+    except RuntimeError as error:
+        return fail("milvus-server", error)
+    finally:
+        server.stop()

@@ -176,6 +176,12 @@ def from_milvus_main(argv: list[str] | None = None) -> int:
     return run(argv)
 
 
+def milvus_server_main(argv: list[str] | None = None) -> int:
+    from m3_memory.milvus.tools import milvus_server_main as run
+
+    return run(argv)
+
+
 COMMANDS: dict[str, Callable[[list[str] | None], int]] = {
     "check": check_main,
     "from-milvus": from_milvus_main,
@@ -183,5 +189,6 @@ COMMANDS: dict[str, Callable[[list[str] | None], int]] = {
     "export": export_main,
     "import": import_main,
     "import-reference": import_reference_main,
+    "milvus-server": milvus_server_main,
     "stats": stats_main,
 }

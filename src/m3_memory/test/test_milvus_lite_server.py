@@ -1,12 +1,16 @@
-"""A milvus-lite server killed while it writes an index file leaves a collection that still loads
-(lite_launcher.py): the file cut short is built again from the segment, and nothing stored is lost.
-Seen in CI: `m3 bench fleet` with a SIGKILL mid-flush, then every load_collection failed with
-"No data left in file" although the rows were on disk."""
+"""The milvus-lite server as the memory runs it. Killed while it writes an index file, it leaves a
+collection that still loads (lite_launcher.py): the file cut short is built again from the segment, and
+nothing stored is lost. Seen in CI: `m3 bench fleet` with a SIGKILL mid-flush, then every load_collection
+failed with "No data left in file" although the rows were on disk. And `m3 memory milvus-server`, the
+fleet's server started by hand, runs the same way and stops on Ctrl-C."""
 
 from __future__ import annotations
 
 import glob
+import json
 import os
+import shutil
+import signal
 import subprocess
 import time
 
@@ -16,7 +20,14 @@ from pymilvus import DataType, MilvusClient
 from pymilvus.exceptions import MilvusException
 
 from m3_memory.milvus import lite_launcher
-from m3_memory.milvus.server import LAUNCHER, MilvusLiteServer, milvus_lite_command, port_open, server_command
+from m3_memory.milvus.server import (
+    LAUNCHER,
+    MilvusLiteServer,
+    free_port,
+    milvus_lite_command,
+    port_open,
+    server_command,
+)
 
 ROWS = 300
 
@@ -118,3 +129,23 @@ def test_a_staging_folder_left_by_a_kill_is_swept(tmp_path):
     kept.write_bytes(b"whole")
     lite_launcher.sweep_staging(str(tmp_path / "data"))
     assert not folder.exists() and kept.read_bytes() == b"whole"
+
+
+def test_m3_memory_milvus_server_serves_until_ctrl_c(tmp_path):
+    port = free_port()
+    command = [shutil.which("m3"), "memory", "milvus-server", str(tmp_path / "fleet"), "--port", str(port)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        started = json.loads(process.stdout.readline())
+        assert started["uri"] == f"http://127.0.0.1:{port}"
+        server = MilvusLiteServer(str(tmp_path / "fleet"), port)
+        fill(server, "fleet", "FLAT")
+        assert count(server, "fleet") == 2 * ROWS // 3
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 0
+        assert not port_open(port)  # its server went with it
+    finally:
+        process.kill()
+        process.wait()
+    refused = subprocess.run([*command[:4], "--port", "0"], capture_output=True, text=True)
+    assert refused.returncode == 2 and "--port must be 1..65535" in refused.stderr
