@@ -6,7 +6,8 @@ milvus-lite 3.2.2 keeps each segment's vector and scalar indexes in sidecar file
 short, and on restart every `load_collection` of that collection fails for ever ("No data left in
 file", numpy's EOFError; seen in `m3 bench fleet` with a SIGKILL mid-flush), although the segment data
 is intact. An index is derived data, so two small changes to `Segment` make a crash harmless:
-- a sidecar is built in a staging folder beside it and renamed into place (`os.replace`, atomic);
+- a sidecar is built in a staging folder beside it and renamed into place (`os.replace`, atomic; two
+  threads building one at once, as a flush and a load can, no longer write the same file either);
 - a sidecar that does not load is removed and built again from the segment, with a warning.
 """
 
@@ -27,6 +28,9 @@ def _whole_sidecars(original, scalar: bool):
     """Wrap Segment.build_or_load_index / build_or_load_scalar_index (spec, index_dir[, dtype])."""
 
     def build_or_load(segment, spec, index_dir: str, *args):
+        attached = segment.scalar_indexes if scalar else segment.indexes
+        if spec.field_name in attached or segment.num_rows == 0:  # nothing to load or build
+            return original(segment, spec, index_dir, *args)
         path = segment.index_file_path(index_dir, spec.index_type, spec.field_name, scalar=scalar)
         if os.path.exists(path):
             try:
