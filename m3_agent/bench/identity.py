@@ -168,7 +168,7 @@ def run_episode(split: str, script: Path, root: Path, params_file: str, llm) -> 
     else:
         print("   (memory kept from an earlier run: same script, parameters and LLM)", file=sys.stderr)
         replayed = None
-    records, _ = ask_questions(out, episode["questions"], params_file, overrides)
+    records, _ = ask_questions(out, episode["questions"], params_file, overrides, episode["truth"])
     truth = json.loads(Path(episode["truth"]).read_text())
     params = node_parameters(params_file, "perception_node", PERCEPTION_PARAMETERS, overrides.get("perception_node"))
     memory, face_vectors, face_counts = read_memory(memory_dir)

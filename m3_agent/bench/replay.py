@@ -93,17 +93,23 @@ def record_and_replay(out: Path, episode: dict, params_file: str, overrides: dic
     return {**replayed, "record_s": recorded - started, "replay_s": ready - recorded, "memory_dir": str(memory_dir)}
 
 
-def ask_questions(out: Path, questions_file: str, params_file: str, overrides: dict) -> tuple[list[dict], str]:
-    """Every question of the episode asked anew through the Instruct action; (records, judge method)."""
+def ask_questions(
+    out: Path, questions_file: str, params_file: str, overrides: dict, truth_file: str | None = None
+) -> tuple[list[dict], str]:
+    """Every question of the episode asked anew through the Instruct action; (records, judge method).
+    truth_file: the episode's truth; an answer may write its people's names in any spelling it lists."""
     from m3_agent.demo.places import place_parameters, with_parameters
+    from m3_agent.demo.timeline import name_spellings
     from m3_agent.evaluation import annotations
     from m3_agent.evaluation.runner import evaluate
-    from m3_control.judge import make_judge
+    from m3_control.judge import make_judge, with_spellings
 
     overrides = with_parameters(overrides, place_parameters(out))  # the control node plans to the episode's places
     answers = out / "answers.jsonl"
     answers.unlink(missing_ok=True)  # the runner skips questions already answered there
     judge, method = make_judge("", "", 0.0, "")
+    if truth_file:
+        judge = with_spellings(judge, name_spellings(json.loads(Path(truth_file).read_text())["people"]))
     records = evaluate(
         annotations.load(questions_file), out / "episodes", answers, judge, method, params_file, overrides=overrides
     )
@@ -138,7 +144,7 @@ def run(args: argparse.Namespace, llm) -> dict:
         overrides = llm.merged()
         replayed = record_and_replay(out, episode, params_file, overrides)
         ready = time.perf_counter()
-        records, method = ask_questions(out, episode["questions"], params_file, overrides)
+        records, method = ask_questions(out, episode["questions"], params_file, overrides, episode["truth"])
         asked = time.perf_counter()
         summary = report.summarize(records)
     seconds = [float(r.get("seconds", 0.0)) for r in records]

@@ -70,6 +70,12 @@ class Line:
     gap_s: float | None  # None: the script's gap_s after the previous line, as the original layout
 
 
+def name_spellings(people: dict) -> list[list[str]]:
+    """Each person's name with its other spellings (`people` of a script or of its truth file): what a
+    judge accepts as that name in an answer."""
+    return [[spec["name"], *spec.get("spellings", [])] for spec in people.values() if spec.get("name")]
+
+
 def place_key(name: object) -> str:
     """A place name as regions match it: case-folded, runs of whitespace as one space."""
     return " ".join(str(name).split()).casefold()

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable, Iterable
 
 from m3_control.openai_reasoner import OpenAIConfig, OpenAIReasoner
 from m3_control.reasoner import ReasonerError
@@ -81,6 +82,34 @@ class ModelJudge:
             if reply.startswith("no"):
                 return False
         raise ReasonerError("MODEL_ERROR", f"judge replied neither Yes nor No: {reply[:80]!r}")
+
+
+def truth_variants(truth: str, spellings: Iterable[Iterable[str]]) -> list[str]:
+    """The truth as written, and with each name of it in every other spelling of that name (spellings:
+    groups of one person's name, e.g. {"Sofia", "Sophia"}; whole words, any case)."""
+    variants = [truth]
+    for group in spellings:
+        names = sorted({str(n).strip() for n in group if str(n).strip()}, key=len, reverse=True)
+        said = next((n for n in names if re.search(rf"\b{re.escape(n)}\b", truth, re.IGNORECASE)), None)
+        if said is None:
+            continue
+        pattern = re.compile(rf"\b{re.escape(said)}\b", re.IGNORECASE)
+        variants += [pattern.sub(other, v) for v in variants for other in names if other != said]
+    return list(dict.fromkeys(variants))
+
+
+def with_spellings(judge: Callable[[str, str, str], bool], spellings: Iterable[Iterable[str]]):
+    """A judge that also takes a name of the truth written another way its episode lists ("Sophia owns
+    the bakery." for the truth "Sofia"): speech recognition writes a name as it hears it, and memory
+    answers in the spelling it heard; every listed spelling is that name, to a reader as to a model judge."""
+    groups = [list(group) for group in spellings]
+    if not groups:
+        return judge
+
+    def judged(question: str, truth: str, answer: str) -> bool:
+        return any(judge(question, variant, answer) for variant in truth_variants(truth, groups))
+
+    return judged
 
 
 def make_judge(endpoint: str, model: str, timeout_s: float, api_key_env: str):

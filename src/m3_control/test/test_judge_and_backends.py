@@ -81,3 +81,20 @@ def test_vllm_backend_names_the_missing_package():
             make_reasoner("vllm", load_skills(), vllm_model="/models/M3-Agent-Control")
     else:
         pytest.skip("vllm is installed: the guard does not apply")
+
+
+def test_a_name_in_another_listed_spelling_is_that_name():
+    """A household's truth files list a name's spellings (Sofia: Sophia); memory answers in the one it
+    heard, and the normalised match takes every listed one, whole words only, any case."""
+    base, _ = judge.make_judge("", "", 0.0, "")
+    spellings = [["Sofia", "Sophia"], ["Yusuf", "Yousef", "Yusef"], ["Mateo"]]
+    judged = judge.with_spellings(base, spellings)
+    assert not base("Who owns the bakery?", "Sofia", "Sophia owns this bakery.")
+    assert judged("Who owns the bakery?", "Sofia", "Sophia owns this bakery.")
+    assert judged("Who?", "Sofia and Yusuf", "sophia and yousef")
+    assert not judged("Who owns the bakery?", "Sofia", "Sophie owns this bakery.")  # not a listed spelling
+    assert not judged("Who owns the bakery?", "Sofia", "Yusuf owns it.")  # another person
+    assert not judged("Who bakes?", "Yusuf", "Yusufa bakes.")  # a word's prefix is not the name
+    assert judge.truth_variants("the Sofia bakery", [["Sofia", "Sophia"]]) == ["the Sofia bakery", "the Sophia bakery"]
+    assert judge.truth_variants("on the hook", spellings) == ["on the hook"]
+    assert judge.with_spellings(base, []) is base
