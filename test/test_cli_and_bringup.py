@@ -26,20 +26,19 @@ def test_help_lists_subcommands():
 
 
 @pytest.mark.parametrize(
-    ("argv", "topic"),
+    ("argv", "keep_up", "topic"),
     [
-        (["--keep-up", "BAG"], "/m3/perception/processed_until"),  # the flag before the bag takes no value
-        (["BAG", "--keep-up"], "/m3/perception/processed_until"),
-        (["BAG", "--keep-up", "--keep-up-topic", "/r2/progress"], "/r2/progress"),
-        (["BAG"], ""),
+        (["--keep-up", "BAG"], True, "/m3/perception/processed_until"),  # the flag before the bag takes no value
+        (["BAG", "--keep-up"], True, "/m3/perception/processed_until"),
+        (["BAG", "--keep-up", "--keep-up-topic", "/r2/progress"], True, "/r2/progress"),
+        (["BAG"], False, "/m3/perception/processed_until"),
     ],
 )  # fmt: skip
-def test_play_keep_up_options(argv, topic):
+def test_play_keep_up_options(argv, keep_up, topic):
     from m3_agent.cli import build_parser
 
     args = build_parser().parse_args(["play", *argv])
-    assert args.bag == "BAG"
-    assert (args.keep_up_topic if args.keep_up else "") == topic
+    assert (args.bag, args.keep_up, args.keep_up_topic) == ("BAG", keep_up, topic)
 
 
 def test_unknown_params_file_is_a_clear_error():
