@@ -174,3 +174,21 @@ def test_every_episode_script_validates(path):
     unnamed = {spec["name"] for spec in script["people"].values() if not spec["named"]}
     said = " ".join(line.text for _, _, line in all_lines(script))
     assert not any(name in said for name in unnamed)  # an unnamed person's (invented) name is never said
+
+
+def test_an_episode_judge_takes_the_spellings_its_truth_file_lists(tmp_path: Path):
+    """The benchmarks and `m3 demo` judge with the truth file's people: a listed spelling is right, an
+    unlisted one, or another person, is not."""
+    import json
+
+    from m3_agent.demo.timeline import episode_judge
+
+    truth = tmp_path / "truth.json"
+    people = {"ilse": {"name": "Ilse", "spellings": ["Ilsa"]}, "bo": {"name": "Bo"}}
+    truth.write_text(json.dumps({"people": people}))
+    judged, method = episode_judge(truth)
+    assert method == "normalised-match"
+    assert judged("Who waters the plants?", "Ilse", "Ilsa waters them.")
+    assert judged("Who waters the plants?", "Ilse", "Ilsa waters them.")  # the second time from the cache
+    assert not judged("Who waters the plants?", "Ilse", "Elsa waters them.")
+    assert not judged("Who waters the plants?", "Ilse", "Bo waters them.")

@@ -16,7 +16,8 @@ r_tests=0 r_tried=0 r_crashes=0 r_lost=0  # the reliability suite's line of each
 log=$(mktemp)
 for dir in ${M3_TEST_DIRS:-test src/m3_runtime/test src/m3_perception/test src/m3_memory/test src/m3_control/test bag_tests}; do
   echo "=== $dir"
-  python -m pytest "$dir" "$@" 2>&1 | tee "$log"
+  # --durations: CI's log says which tests its minutes go to (the slowest 15 of each directory)
+  python -m pytest "$dir" --durations=15 "$@" 2>&1 | tee "$log"
   code=${PIPESTATUS[0]}
   # exit 5 = nothing collected (e.g. a -k filter that selects nothing here): not a failure
   [ "$code" -eq 0 ] || [ "$code" -eq 5 ] || status=1

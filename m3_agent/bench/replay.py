@@ -94,22 +94,19 @@ def record_and_replay(out: Path, episode: dict, params_file: str, overrides: dic
 
 
 def ask_questions(
-    out: Path, questions_file: str, params_file: str, overrides: dict, truth_file: str | None = None
+    out: Path, questions_file: str, params_file: str, overrides: dict, truth_file: str
 ) -> tuple[list[dict], str]:
     """Every question of the episode asked anew through the Instruct action; (records, judge method).
     truth_file: the episode's truth; an answer may write its people's names in any spelling it lists."""
     from m3_agent.demo.places import place_parameters, with_parameters
-    from m3_agent.demo.timeline import name_spellings
+    from m3_agent.demo.timeline import episode_judge
     from m3_agent.evaluation import annotations
     from m3_agent.evaluation.runner import evaluate
-    from m3_control.judge import make_judge, with_spellings
 
     overrides = with_parameters(overrides, place_parameters(out))  # the control node plans to the episode's places
     answers = out / "answers.jsonl"
     answers.unlink(missing_ok=True)  # the runner skips questions already answered there
-    judge, method = make_judge("", "", 0.0, "")
-    if truth_file:
-        judge = with_spellings(judge, name_spellings(json.loads(Path(truth_file).read_text())["people"]))
+    judge, method = episode_judge(truth_file)
     records = evaluate(
         annotations.load(questions_file), out / "episodes", answers, judge, method, params_file, overrides=overrides
     )

@@ -43,13 +43,12 @@ def run_demo(
     from m3_agent.demo.generate import generate
     from m3_agent.demo.places import place_setup, with_parameters
     from m3_agent.demo.things import seeing_parameters
-    from m3_agent.demo.timeline import name_spellings
+    from m3_agent.demo.timeline import episode_judge
     from m3_agent.evaluation import annotations, report
     from m3_agent.evaluation.runner import evaluate
     from m3_agent.recording.video2bag import ConversionOptions, convert
     from m3_agent.replay import replay
     from m3_agent.view import memory_html
-    from m3_control.judge import make_judge, with_spellings
     from m3_memory.store.sqlite_store import MemoryStore
 
     out = Path(out_dir).resolve()
@@ -84,8 +83,7 @@ def run_demo(
     _say(f"4/5 asking the demo questions through the Instruct action (reasoner: {reasoner})")
     results = out / "answers.jsonl"
     results.unlink(missing_ok=True)
-    judge, method = make_judge("", "", 0.0, "")
-    judge = with_spellings(judge, name_spellings(json.loads((out / "truth.json").read_text())["people"]))
+    judge, method = episode_judge(out / "truth.json")
 
     def show(record: dict) -> None:
         mark = "✔" if record["verdict"] else "✘"

@@ -21,7 +21,9 @@ regions file and a pose path.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -74,6 +76,16 @@ def name_spellings(people: dict) -> list[list[str]]:
     """Each person's name with its other spellings (`people` of a script or of its truth file): what a
     judge accepts as that name in an answer."""
     return [[spec["name"], *spec.get("spellings", [])] for spec in people.values() if spec.get("name")]
+
+
+def episode_judge(truth_file: str | Path):
+    """(judge, method) for an episode's answers: the normalised match, taking a name of the truth in any
+    spelling the truth file lists for that person (judge.with_spellings)."""
+    from m3_control.judge import make_judge, with_spellings
+
+    judge, method = make_judge("", "", 0.0, "")
+    people = json.loads(Path(truth_file).read_text())["people"]
+    return with_spellings(judge, name_spellings(people)), method
 
 
 def place_key(name: object) -> str:

@@ -105,9 +105,12 @@ def with_spellings(judge: Callable[[str, str, str], bool], spellings: Iterable[I
     groups = [list(group) for group in spellings]
     if not groups:
         return judge
+    variants: dict[str, list[str]] = {}  # per truth: an episode's questions are judged once per run, or again
 
     def judged(question: str, truth: str, answer: str) -> bool:
-        return any(judge(question, variant, answer) for variant in truth_variants(truth, groups))
+        if truth not in variants:
+            variants[truth] = truth_variants(truth, groups)
+        return any(judge(question, variant, answer) for variant in variants[truth])
 
     return judged
 
