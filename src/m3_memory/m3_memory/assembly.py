@@ -126,7 +126,20 @@ def open_memory(p: Mapping[str, Any], embedder=None, memorizer=None, regions: Re
     regions = regions if regions is not None else load_regions(p)
     memory = _open_memory(p, embedder, memorizer)
     memory.graph.regions = regions
+    memory.fact_reader = make_fact_reader(p, memorizer)
     return memory
+
+
+def make_fact_reader(p: Mapping[str, Any], memorizer):
+    """The model reading the statements supersession compares (memorize/fact_reader.py), or None for
+    the rules: fact_reader 'auto' takes the model wherever a model memorizes."""
+    choice = p["fact_reader"]
+    if choice not in ("auto", "rules", "model"):
+        raise ValueError(f"fact_reader must be 'auto', 'rules' or 'model', got {choice!r}")
+    has_model = hasattr(memorizer, "fact_reader")
+    if choice == "model" and not has_model:
+        raise ValueError("fact_reader 'model' needs memorizer 'openai' (its endpoint reads the statements)")
+    return memorizer.fact_reader() if has_model and choice != "rules" else None
 
 
 def _open_memory(p: Mapping[str, Any], embedder, memorizer) -> Memory:

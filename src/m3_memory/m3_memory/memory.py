@@ -8,18 +8,23 @@ memory.ingest_bulk([(clip, drafts), ...])    # building a large memory: one tran
 
 from __future__ import annotations
 
+import logging
 from typing import Protocol
 
 import numpy as np
 
 from m3_memory.graph.backend import MemoryBackend
+from m3_memory.graph.fact_changes import Fact
 from m3_memory.graph.memory_graph import GraphConfig, MemorizerOutput, MemoryGraph, usable_embedding
 from m3_memory.graph.records import KIND_FACE, KIND_VOICE, ClipEvidence, ClipRecord, MemoryDraft
+from m3_memory.memorize.fact_reader import FactReaderError
 from m3_memory.memorize.rules import RulesMemorizer
 from m3_memory.robot_ids import robot_id_problem
 from m3_memory.search.api import MemorySearch, SearchConfig
 from m3_memory.search.embedder import TextEmbedder
 from m3_memory.store.sqlite_store import MemoryStore
+
+log = logging.getLogger(__name__)
 
 
 class Memorizer(Protocol):
@@ -38,6 +43,17 @@ class Memorizer(Protocol):
         ...
 
 
+class FactReader(Protocol):
+    """Reads what a statement states about where a thing is or when an event happens (a model back-end;
+    without one the rules of graph/fact_changes read every statement)."""
+
+    name: str
+
+    def facts(self, text: str) -> list[Fact]:
+        """The statement's facts ([] when it states none); raises FactReaderError when it cannot tell."""
+        ...
+
+
 class Memory:
     """Facade over the memory: ingest clips, search, inspect; thread-safe."""
 
@@ -48,7 +64,9 @@ class Memory:
         graph_config: GraphConfig | None = None,
         search_config: SearchConfig | None = None,
         memorizer: Memorizer | None = None,
+        fact_reader: FactReader | None = None,
     ) -> None:
+        """fact_reader: a model reading the statements supersession compares (None: the rules read them)."""
         self.store = store  # the MemoryStore of the SQLite default, else the back-end itself
         self.embedder = embedder
         self.graph = MemoryGraph(store, embedder.dim, graph_config)
@@ -56,6 +74,8 @@ class Memory:
             self.graph.config.equivalence_min_confidence, self.graph.config.equivalence_min_evidence
         )
         self.search = MemorySearch(self.graph, embedder, search_config)
+        self.fact_reader = fact_reader
+        self.fact_reader_failures = 0  # statements the model could not read (the rules read them)
 
     @classmethod
     def open(
@@ -65,11 +85,12 @@ class Memory:
         graph_config: GraphConfig | None = None,
         search_config: SearchConfig | None = None,
         memorizer: Memorizer | None = None,
+        fact_reader: FactReader | None = None,
     ) -> Memory:
         """Open (or create) the memory in memory_dir; raises StoreError / SchemaVersionError / ModelMissingError."""
         store = MemoryStore(memory_dir)
         try:
-            return cls(store, embedder or TextEmbedder(), graph_config, search_config, memorizer)
+            return cls(store, embedder or TextEmbedder(), graph_config, search_config, memorizer, fact_reader)
         except BaseException:
             store.close()
             raise
@@ -98,6 +119,18 @@ class Memory:
         if robot_id and (problem := robot_id_problem(robot_id)):
             raise ValueError(problem)
         return search_text(self.embedder.embed([query])[0], top_k, robot_id)
+
+    def _read_facts(self, drafts, vectors: np.ndarray, clip_index: int) -> dict:
+        """What the model reads in the statements supersession compares (graph.texts_to_read); one it
+        cannot read is left to the rules, and said so."""
+        readings = {}
+        for text in self.graph.texts_to_read(drafts, vectors):
+            try:
+                readings[text] = self.fact_reader.facts(text)
+            except FactReaderError as error:
+                self.fact_reader_failures += 1
+                log.warning("clip %d: fact reader: %r not read (%s); the rules read it", clip_index, text[:80], error)
+        return readings
 
     @property
     def next_clip_index(self) -> int:
@@ -165,5 +198,7 @@ class Memory:
                 if output.drafts
                 else np.zeros((0, self.embedder.dim), dtype=np.float32)
             )
+            if self.fact_reader is not None and output.drafts:
+                output.facts = self._read_facts(output.drafts, vectors, clip.clip_index)
             outcome = graph.apply_clip(clip, mapped, output, vectors, new)
         return self.search.clip_record(outcome.clip_index)

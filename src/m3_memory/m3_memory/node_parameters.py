@@ -80,6 +80,10 @@ PARAMETERS = {
     "openai_keyframes": (0, _int("keyframes of each clip sent to a vision model (0: text-only, no images)", 0, 32)),
     "openai_image_max_px": (512, _int("longest side of an image sent to the model [px]", 64, 4096)),
     "openai_verbatim": (True, _text("store who was seen and what was said as is; the model adds names and facts")),
+    "fact_reader": (
+        "auto",
+        _text("who reads statements for superseding: 'auto' (the model with memorizer openai), 'rules', 'model'"),
+    ),
     "openai_max_tokens": (512, _int("longest reply of the memorization model [tokens]", 16, 32768)),
     "memorize_backlog": (16, _int("closed clips that may wait for the memorizer before intake blocks", 1, 10000)),
     "memorize_retry_max_s": (30.0, _float("longest wait between retries of an unreachable memorizer [s]", 0.1, 3600.0)),

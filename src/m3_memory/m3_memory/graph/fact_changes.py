@@ -250,3 +250,27 @@ def supersedes(new: Fact, old: Fact) -> bool:
     place_new, place_old = _key(new.value), _key(old.value)
     shorter, longer = sorted((place_new, place_old), key=len)
     return bool(shorter) and longer[len(longer) - len(shorter) :] != shorter
+
+
+def reading(kind: str, thing: str, value: str) -> Fact | None:
+    """The Fact of a reader's answer (a model's: kind "place", "time" or "none", the thing, its place or
+    time), normalised as facts_of normalises its own; None for "none" or an empty thing or value."""
+    subject = _drop_determiners(_TAG.sub("someone", thing).strip(" .,"))
+    value = _clean_value(value)
+    if kind not in ("place", "time") or not subject or not value:
+        return None
+    if kind == "time":
+        return Fact(subject, TIME, _time_value(value) or value.lower())
+    place = _drop_determiners(re.sub(rf"(?i)^(?:{_PREPS})\s+", "", value))
+    return Fact(subject, LOCATION, place) if place else None
+
+
+def worth_reading(new_facts: list[Fact], old_text: str, old_facts: list[Fact]) -> bool:
+    """Whether an older memory near a new statement should be read again by a model reader: the rules
+    read the same thing in it, or read nothing but it names the new fact's thing (its last word, e.g.
+    "leash" of "dog leash"): "The dog leash hangs by the front door." states what no pattern reads."""
+    keys = {fact_key(fact) for fact in new_facts}
+    if old_facts:
+        return any(fact_key(fact) in keys for fact in old_facts)
+    words = {_fold(word) for word in re.findall(r"[a-z']+", old_text.lower())}
+    return any(_key(fact.subject)[-1:] and _key(fact.subject)[-1] in words for fact in new_facts)

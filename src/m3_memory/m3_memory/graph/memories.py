@@ -11,12 +11,13 @@ import time
 import numpy as np
 
 from m3_memory.graph.backend import StoreWriter
-from m3_memory.graph.fact_changes import facts_of, supersedes
+from m3_memory.graph.fact_changes import Fact, facts_of, supersedes, worth_reading
 from m3_memory.graph.records import KIND_EPISODIC, KIND_SEMANTIC, ClipEvidence, MemoryDraft, Place, TextNode
 from m3_memory.graph.tags import kind_of, seq_of, tags_in
 from m3_memory.place.poses import MAX_PATH_SAMPLES, downsample
 
 FACT_NEIGHBOURS = 50  # older memories a new statement is compared with (its nearest by meaning)
+READ_OLDER = 3  # of those, at most this many are read again by a model reader (the nearest first)
 
 
 class MemoriesMixin:
@@ -24,7 +25,7 @@ class MemoriesMixin:
 
     def _add_memory(
         self, writer: StoreWriter, draft: MemoryDraft, vector: np.ndarray, clip_index: int, outcome,
-        place: Place | None = None,
+        place: Place | None = None, readings: dict[str, list[Fact]] | None = None,
     ):  # fmt: skip
         """Insert a memory (at place: where the robot was); a semantic memory close to one about the same
         entities reinforces it instead."""
@@ -67,7 +68,7 @@ class MemoriesMixin:
             entity_ids, place,
         )  # fmt: skip
         writer.add_text_nodes([node], vector[None, :])
-        self._supersede(writer, node, vector)
+        self._supersede(writer, node, vector, readings or {})
         self._cache_text(node)
         self.text_index.add([seq], vector[None, :])
         self.node_clips[node.node_id] = [clip_index]
@@ -80,23 +81,49 @@ class MemoriesMixin:
             self.clips[clip_index]["episodic"].append(node.node_id)
             outcome.episodic.append(node.node_id)
 
-    def _supersede(self, writer: StoreWriter, node: TextNode, vector: np.ndarray) -> None:
+    def _supersede(self, writer: StoreWriter, node: TextNode, vector: np.ndarray, readings: dict) -> None:
         """Mark the older memories whose statement this new one replaces ("the keys are now on the shelf",
         "the meeting moved to Friday"; graph/fact_changes.py): they are kept, with when they stopped being
         true and the memory that replaced them. Candidates are the new memory's nearest older memories by
         meaning (two statements about one thing are close), so nothing is indexed at load and a clip costs
-        one index search per memory that states a fact."""
-        facts = facts_of(node.text)
-        if not facts:
+        one index search per memory that states a fact. readings: text -> facts a model read before the
+        clip was applied (texts_to_read); the rules read every other text."""
+
+        def facts(text: str) -> list[Fact]:
+            return readings[text] if text in readings else facts_of(text)
+
+        if not facts_of(node.text) or not (new_facts := facts(node.text)):
             return
-        for label, _ in self.text_index.search(vector, FACT_NEIGHBOURS):
-            old = self.text.get(self.text_by_seq.get(label, ""))
-            if old is None or old.superseded_by or old.start_ns > node.start_ns or old.node_id == node.node_id:
-                continue
-            older = facts_of(old.text)
-            if any(supersedes(fact, earlier) for fact in facts for earlier in older):
+        for old in self._older_near(node.start_ns, vector, node.node_id):
+            if any(supersedes(fact, earlier) for fact in new_facts for earlier in facts(old.text)):
                 old.valid_until_ns, old.superseded_by = node.start_ns, node.node_id
                 writer.set_validity(old)
+
+    def _older_near(self, start_ns: int, vector: np.ndarray, node_id: str = "") -> list[TextNode]:
+        """The still valid memories that began no later than start_ns, nearest by meaning first."""
+        near = []
+        for label, _ in self.text_index.search(vector, FACT_NEIGHBOURS):
+            old = self.text.get(self.text_by_seq.get(label, ""))
+            if old is None or old.superseded_by or old.start_ns > start_ns or old.node_id == node_id:
+                continue
+            near.append(old)
+        return near
+
+    def texts_to_read(self, drafts: list[MemoryDraft], vectors: np.ndarray) -> list[str]:
+        """The statements a model reader reads before a clip is applied (memorize/fact_reader.py): each
+        draft the rules find a fact in, and up to READ_OLDER older memories near it that the rules read
+        as the same thing, or read nothing in but that name its thing (fact_changes.worth_reading)."""
+        texts: list[str] = []
+        with self.lock:
+            for draft, vector in zip(drafts, vectors, strict=True):
+                new_facts = facts_of(draft.text)
+                if not new_facts:
+                    continue
+                texts.append(draft.text)
+                near = self._older_near(draft.start_ns, vector)
+                older = [old.text for old in near if worth_reading(new_facts, old.text, facts_of(old.text))]
+                texts += older[:READ_OLDER]
+        return list(dict.fromkeys(texts))
 
     def _semantic_candidates(self, about: frozenset[str]) -> list[str]:
         """Semantic memories that may be about the same entities: those linked to one of them (all

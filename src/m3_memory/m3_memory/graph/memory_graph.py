@@ -19,6 +19,7 @@ import numpy as np
 from m3_memory.errors import StoreError
 from m3_memory.graph.backend import MemoryBackend, StoreWriter
 from m3_memory.graph.columns import TextColumns
+from m3_memory.graph.fact_changes import Fact
 from m3_memory.graph.memories import MemoriesMixin
 from m3_memory.graph.people import PeopleMixin, usable_embedding
 from m3_memory.graph.records import (
@@ -82,6 +83,7 @@ class MemorizerOutput:
     names: list[tuple[str, str]] = field(default_factory=list)  # (entity id, name)
     equivalences: list[tuple[str, str, float, int]] = field(default_factory=list)  # (id1, id2, confidence, count)
     degraded: str = ""  # why a fallback memorizer wrote this clip (kept in meta as degraded_clip_N), "" = normal
+    facts: dict[str, list[Fact]] = field(default_factory=dict)  # statement -> what a model read in it (supersession)
 
 
 class MemoryGraph(PeopleMixin, MemoriesMixin):
@@ -327,7 +329,7 @@ class MemoryGraph(PeopleMixin, MemoriesMixin):
             self._vote_name(writer, entity_id, name)
         for draft, vector in zip(output.drafts, draft_vectors, strict=True):
             place = self.place_at(clip.path, (draft.start_ns + draft.end_ns) // 2)
-            self._add_memory(writer, draft, vector, clip.clip_index, outcome, place)
+            self._add_memory(writer, draft, vector, clip.clip_index, outcome, place, output.facts)
         present = sorted({mapped[p] for p in mapped}, key=lambda e: (kind_of(e) or "", seq_of(e)))
         persons = sorted({self.person_of(e) for e in present} - {None}, key=seq_of)
         outcome.entity_ids = present + persons

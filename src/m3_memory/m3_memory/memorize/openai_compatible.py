@@ -188,6 +188,13 @@ class OpenAIMemorizer:
         except (urllib.error.URLError, TimeoutError, OSError, http.client.HTTPException, ValueError) as error:
             raise MemorizerUnavailable(f"memorizer endpoint {self.url}: warm-up failed: {error}") from error
 
+    def fact_reader(self):
+        """The model reading what a statement states, for supersession (memorize/fact_reader.py), over
+        this memorizer's endpoint, model and reply constraint."""
+        from m3_memory.memorize.fact_reader import ModelFactReader
+
+        return ModelFactReader(self._post, self.model, self.response_format)
+
     def memorize(self, clip: ClipEvidence, ids: dict[str, str], person_of, name_of=None) -> MemorizerOutput:
         """The clip's memories; raises MemorizerUnavailable / MemorizerError (nothing is made up)."""
         view = describe(clip, ids, person_of, name_of or (lambda e: ""), self.min_confidence, self.min_evidence)
