@@ -124,9 +124,8 @@ def open_memory(p: Mapping[str, Any], embedder=None, memorizer=None, regions: Re
     """
     memorizer = memorizer if memorizer is not None else make_memorizer(p)
     regions = regions if regions is not None else load_regions(p)
-    memory = _open_memory(p, embedder, memorizer)
+    memory = _open_memory(p, embedder, memorizer, make_fact_reader(p, memorizer))
     memory.graph.regions = regions
-    memory.fact_reader = make_fact_reader(p, memorizer)
     return memory
 
 
@@ -142,14 +141,14 @@ def make_fact_reader(p: Mapping[str, Any], memorizer):
     return memorizer.fact_reader() if has_model and choice != "rules" else None
 
 
-def _open_memory(p: Mapping[str, Any], embedder, memorizer) -> Memory:
+def _open_memory(p: Mapping[str, Any], embedder, memorizer, fact_reader) -> Memory:
     if p["memory_backend"] == "milvus":
         from m3_memory.milvus.backend import MilvusBackend
 
         embedder = embedder or make_embedder(p)
         backend = MilvusBackend(milvus_config(p), embedder.dim)
         try:
-            return Memory(backend, embedder, graph_config(p), search_config(p), memorizer)
+            return Memory(backend, embedder, graph_config(p), search_config(p), memorizer, fact_reader)
         except BaseException:
             backend.close()
             raise
@@ -157,7 +156,7 @@ def _open_memory(p: Mapping[str, Any], embedder, memorizer) -> Memory:
         raise ValueError(f"memory_backend must be 'sqlite' or 'milvus', got {p['memory_backend']!r}")
     store = MemoryStore(memory_dir(p))
     try:
-        return Memory(store, embedder or make_embedder(p), graph_config(p), search_config(p), memorizer)
+        return Memory(store, embedder or make_embedder(p), graph_config(p), search_config(p), memorizer, fact_reader)
     except BaseException:
         store.close()
         raise

@@ -47,8 +47,6 @@ class FactReader(Protocol):
     """Reads what a statement states about where a thing is or when an event happens (a model back-end;
     without one the rules of graph/fact_changes read every statement)."""
 
-    name: str
-
     def facts(self, text: str) -> list[Fact]:
         """The statement's facts ([] when it states none); raises FactReaderError when it cannot tell."""
         ...
@@ -198,7 +196,6 @@ class Memory:
                 if output.drafts
                 else np.zeros((0, self.embedder.dim), dtype=np.float32)
             )
-            if self.fact_reader is not None and output.drafts:
-                output.facts = self._read_facts(output.drafts, vectors, clip.clip_index)
-            outcome = graph.apply_clip(clip, mapped, output, vectors, new)
+            readings = self._read_facts(output.drafts, vectors, clip.clip_index) if self.fact_reader else {}
+            outcome = graph.apply_clip(clip, mapped, output, vectors, new, readings)
         return self.search.clip_record(outcome.clip_index)

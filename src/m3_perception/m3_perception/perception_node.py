@@ -47,6 +47,7 @@ from m3_perception.voices.revision import VoiceUpdate
 from m3_runtime.audio_codec import AudioDecodeError, AudioLimits, decode_chunk
 from m3_runtime.image_codec import ImageDecodeError, decode_compressed, decode_raw
 from m3_runtime.managed_node import ManagedNode, run_node
+from m3_runtime.node_shutdown import import_whole
 from m3_runtime.parameter_checks import declare_checked
 from m3_runtime.stamps import StampGuard, StampRejected, header_ns
 
@@ -72,6 +73,8 @@ class PerceptionNode(ManagedNode):
 
     def configure(self) -> None:
         g = self.get_parameter
+        if g("face_backend").value == "dlib":
+            import_whole("mediapipe", "dlib")  # C extensions: a stop while they import is honoured once they are in
         transport = g("image_transport").value
         if transport not in ("raw", "compressed"):
             raise ValueError(f"image_transport must be 'raw' or 'compressed', got {transport!r}")

@@ -69,6 +69,17 @@ def stop_signals_deferred() -> Iterator[None]:
             signal.raise_signal(caught[0])
 
 
+def import_whole(*modules: str) -> None:
+    """Import `modules` with Ctrl-C and SIGTERM deferred until they are in. A C extension that imports
+    Python modules itself (protobuf's, under mediapipe) catches the interrupt, prints its traceback and goes
+    on with a half-imported module: seen twice in 10 perception_node stops of the SIGTERM stress test."""
+    import importlib
+
+    with stop_signals_deferred():
+        for module in modules:
+            importlib.import_module(module)
+
+
 _stop_seen = [""]  # the first signal any StopSignals of this process caught: signals are the process's
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import signal
+import sys
 
 import pytest
 
-from m3_runtime.node_shutdown import StopRequested, StopSignals
+from m3_runtime.node_shutdown import StopRequested, StopSignals, import_whole
 
 
 def test_sigterm_raises_once_and_check_raises_it_again_after_a_library_swallowed_it():
@@ -37,3 +38,22 @@ def test_an_error_after_the_signal_is_the_stop_not_a_failure():
 def test_an_error_without_a_signal_stays_that_error():
     with pytest.raises(ImportError), StopSignals():
         raise ImportError("a real missing package")
+
+
+def test_a_signal_while_import_whole_imports_comes_once_the_module_is_in(tmp_path, monkeypatch):
+    """protobuf's C extension caught the interrupt inside an import and printed its traceback (2 of 10
+    perception_node stops in a CI run): the signal now waits until the module has finished importing."""
+    (tmp_path / "slow_to_import.py").write_text(
+        "import signal\n"
+        "try:\n"
+        "    signal.raise_signal(signal.SIGTERM)\n"
+        "    finished = True\n"
+        "except BaseException:  # what that C extension does\n"
+        "    finished = False\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "slow_to_import", raising=False)
+    with pytest.raises(StopRequested) as stopped, StopSignals():
+        import_whole("slow_to_import")
+    assert sys.modules["slow_to_import"].finished
+    assert stopped.value.signal_name == "sigterm"

@@ -89,13 +89,12 @@ class MemoriesMixin:
         one index search per memory that states a fact. readings: text -> facts a model read before the
         clip was applied (texts_to_read); the rules read every other text."""
 
-        def facts(text: str) -> list[Fact]:
-            return readings[text] if text in readings else facts_of(text)
-
-        if not facts_of(node.text) or not (new_facts := facts(node.text)):
+        rule_facts = facts_of(node.text)  # the rules pick the statements compared, as texts_to_read does
+        if not rule_facts or not (new_facts := readings.get(node.text, rule_facts)):
             return
         for old in self._older_near(node.start_ns, vector, node.node_id):
-            if any(supersedes(fact, earlier) for fact in new_facts for earlier in facts(old.text)):
+            earlier_facts = readings[old.text] if old.text in readings else facts_of(old.text)
+            if any(supersedes(fact, earlier) for fact in new_facts for earlier in earlier_facts):
                 old.valid_until_ns, old.superseded_by = node.start_ns, node.node_id
                 writer.set_validity(old)
 

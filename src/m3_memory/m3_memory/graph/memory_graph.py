@@ -83,7 +83,6 @@ class MemorizerOutput:
     names: list[tuple[str, str]] = field(default_factory=list)  # (entity id, name)
     equivalences: list[tuple[str, str, float, int]] = field(default_factory=list)  # (id1, id2, confidence, count)
     degraded: str = ""  # why a fallback memorizer wrote this clip (kept in meta as degraded_clip_N), "" = normal
-    facts: dict[str, list[Fact]] = field(default_factory=dict)  # statement -> what a model read in it (supersession)
 
 
 class MemoryGraph(PeopleMixin, MemoriesMixin):
@@ -274,9 +273,11 @@ class MemoryGraph(PeopleMixin, MemoriesMixin):
         output: MemorizerOutput,
         draft_vectors: np.ndarray,
         new_entities: list[str],
+        readings: dict[str, list[Fact]] | None = None,
     ) -> ClipOutcome:
         """Write one clip atomically. `mapped` maps perception ids to memory ids ("" = create),
-        `new_entities` lists the perception ids to create, in creation order."""
+        `new_entities` lists the perception ids to create, in creation order; readings: statement -> the
+        facts a model read in it (texts_to_read), for supersession; the rules read every other statement."""
         with self.ingest_lock, self.lock:
             if self.reload_needed:  # an earlier failed clip could not be undone then: rebuild first
                 self._load()
@@ -285,7 +286,7 @@ class MemoryGraph(PeopleMixin, MemoriesMixin):
                 raise ValueError(f"clip {clip.clip_index} is already stored")
             try:
                 with self.backend.transaction() as writer:
-                    outcome = self._apply(writer, clip, mapped, output, draft_vectors, new_entities)
+                    outcome = self._apply(writer, clip, mapped, output, draft_vectors, new_entities, readings or {})
             except BaseException:
                 try:
                     self._load()  # the caches may hold half of the failed clip: rebuild them from the store
@@ -295,7 +296,7 @@ class MemoryGraph(PeopleMixin, MemoriesMixin):
                 raise
             return outcome
 
-    def _apply(self, writer: StoreWriter, clip, mapped, output, draft_vectors, new_entities) -> ClipOutcome:
+    def _apply(self, writer: StoreWriter, clip, mapped, output, draft_vectors, new_entities, readings) -> ClipOutcome:
         writer.ensure_text_dim(self.text_dim)
         outcome = ClipOutcome(clip.clip_index)
         writer.add_clip(clip.clip_index, clip.start_ns, clip.end_ns, time.time_ns(), clip.keyframe_jpeg)
@@ -329,7 +330,7 @@ class MemoryGraph(PeopleMixin, MemoriesMixin):
             self._vote_name(writer, entity_id, name)
         for draft, vector in zip(output.drafts, draft_vectors, strict=True):
             place = self.place_at(clip.path, (draft.start_ns + draft.end_ns) // 2)
-            self._add_memory(writer, draft, vector, clip.clip_index, outcome, place, output.facts)
+            self._add_memory(writer, draft, vector, clip.clip_index, outcome, place, readings)
         present = sorted({mapped[p] for p in mapped}, key=lambda e: (kind_of(e) or "", seq_of(e)))
         persons = sorted({self.person_of(e) for e in present} - {None}, key=seq_of)
         outcome.entity_ids = present + persons

@@ -51,8 +51,6 @@ class ModelFactReader:
     """One chat request per statement (cached), over the memorizer's endpoint (`post`: a request body
     -> the reply's content; OpenAIMemorizer.fact_reader)."""
 
-    name = "model"
-
     def __init__(self, post: Callable[[dict], str], model: str, form: str = "json_object") -> None:
         self._post = post
         self._model = model
