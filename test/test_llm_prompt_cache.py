@@ -11,7 +11,7 @@ import numpy as np
 from llama_cpp.llama import LlamaState
 from llama_cpp.llama_cache import LlamaRAMCache
 
-from m3_agent.llm.llama_server import BoundedRAMCache, entry_bytes
+from m3_agent.llm.llama_server import BoundedRAMCache, entry_bytes, logits_all
 
 MB = 1 << 20
 
@@ -55,3 +55,22 @@ def test_bounded_cache_used_again_stays_in():
     cache[(0, 1, 2, 7)]  # the first system prompt is used again: it becomes the most recent
     cache[(5, 5, 5)] = state(5)
     assert (0, 1, 2) in cache.cache_state and (1, 2, 3) not in cache.cache_state
+
+
+def test_without_logits_an_entry_is_its_kv_state_and_loads_back_the_same_shape():
+    """With --logits_all false the library never writes the logits it copies into each entry: kept, a
+    1 GB cache held three 311 MB prompts, and the fact reader's requests pushed the memorizer's out."""
+    cache = BoundedRAMCache(capacity_bytes=11 * MB)
+    cache.keep_logits = False
+    fill(cache, 10)
+    assert len(cache.cache_state) == 10  # 1 MB of KV state each, not 5 MB
+    assert cache.cache_size <= 11 * MB
+    kept = cache[(0, 1, 2, 9)]
+    assert kept.scores.shape == (8, 128 * 1024) and not kept.scores.copy().any()  # as load_state copies it
+
+
+def test_the_servers_logits_flag_is_read_as_the_library_reads_it():
+    assert logits_all([]) is True  # the library's default keeps them
+    assert logits_all(["--model", "m.gguf", "--logits_all", "false"]) is False
+    assert logits_all(["--logits_all=False"]) is False
+    assert logits_all(["--logits_all", "true"]) is True
