@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import threading
 
 import pytest
 
@@ -57,3 +58,20 @@ def test_a_signal_while_import_whole_imports_comes_once_the_module_is_in(tmp_pat
         import_whole("slow_to_import")
     assert sys.modules["slow_to_import"].finished
     assert stopped.value.signal_name == "sigterm"
+
+
+def test_import_whole_outside_the_main_thread_just_imports():
+    """A lifecycle transition asked over its service configures in an executor thread, where no signal
+    handler can be installed (nor run): the perception node's configure failed there with ValueError."""
+    failures: list[BaseException] = []
+
+    def configure() -> None:
+        try:
+            import_whole("json")
+        except BaseException as error:  # noqa: BLE001 - recorded for the assertion
+            failures.append(error)
+
+    worker = threading.Thread(target=configure)
+    worker.start()
+    worker.join()
+    assert not failures
