@@ -18,6 +18,7 @@ unchanged; the flags are its flags.
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 import llama_cpp
@@ -25,23 +26,16 @@ import numpy as np
 from llama_cpp.llama_cache import LlamaRAMCache
 
 
-def held_bytes(array: np.ndarray) -> int:
-    """The bytes an array keeps alive: its base's for a view (a broadcast view holds one element)."""
-    while array.base is not None and isinstance(array.base, np.ndarray):
-        array = array.base
-    return int(array.nbytes)
-
-
 def entry_bytes(state) -> int:
     """What one cached state holds in RAM: the KV state plus its copies of tokens and logits."""
-    return int(state.llama_state_size) + held_bytes(state.scores) + held_bytes(state.input_ids)
+    return int(state.llama_state_size) + int(state.scores.nbytes) + int(state.input_ids.nbytes)
 
 
 class BoundedRAMCache(LlamaRAMCache):
     """LlamaRAMCache whose capacity counts every byte an entry keeps (least recently used first out).
 
-    keep_logits False (the server runs with --logits_all false): an entry's logits become a zero view of
-    the same shape, which load_state copies back as the library's own never-written rows would be."""
+    keep_logits False (the server runs with --logits_all false): an entry's logits become one zero row, which
+    load_state copies (one row, not 311 MB) and broadcasts over the rows the library never wrote."""
 
     keep_logits = True
 
@@ -51,17 +45,19 @@ class BoundedRAMCache(LlamaRAMCache):
 
     def __setitem__(self, key, value) -> None:
         if not self.keep_logits:
-            value.scores = np.broadcast_to(np.zeros(1, value.scores.dtype), value.scores.shape)
+            value.scores = np.zeros((1, value.scores.shape[1]), value.scores.dtype)  # one row: load_state broadcasts it
         super().__setitem__(key, value)
 
 
 def logits_all(argv: list[str]) -> bool:
-    """The server's --logits_all flag (the library's default: true)."""
-    for i, arg in enumerate(argv):
-        if arg.startswith("--logits_all"):
-            value = arg.split("=", 1)[1] if "=" in arg else (argv[i + 1] if i + 1 < len(argv) else "true")
-            return value.strip().lower() in ("1", "true", "yes", "on")
-    return True
+    """The server's --logits_all flag, read by the library's own argument parser (its default when absent)."""
+    from llama_cpp.server.cli import add_args_from_model
+    from llama_cpp.server.settings import ModelSettings
+
+    parser = argparse.ArgumentParser(add_help=False)
+    add_args_from_model(parser, ModelSettings)
+    value = parser.parse_known_args(argv)[0].logits_all
+    return ModelSettings.model_fields["logits_all"].default if value is None else value
 
 
 def main() -> None:

@@ -36,6 +36,7 @@ from m3_perception.assembly import build_pipelines, build_seeing
 from m3_perception.camera_watch import CHECK_PERIOD_S, CameraWatch, other_transport
 from m3_perception.engine import EngineCallbacks, PerceptionEngine
 from m3_perception.face_voice_matcher import MatchCandidate
+from m3_perception.faces.face_encoder import FaceEncoder
 from m3_perception.faces.pipeline import FaceObs
 from m3_perception.identity_clusters import IdentityState
 from m3_perception.messages import object_tracks, text_regions, to_sec, to_time
@@ -74,7 +75,7 @@ class PerceptionNode(ManagedNode):
     def configure(self) -> None:
         g = self.get_parameter
         if g("face_backend").value == "dlib":
-            import_whole("mediapipe", "dlib")  # C extensions: a stop while they import is honoured once they are in
+            import_whole(*FaceEncoder.LIBRARIES)  # a stop while C extensions import is honoured once they are in
         transport = g("image_transport").value
         if transport not in ("raw", "compressed"):
             raise ValueError(f"image_transport must be 'raw' or 'compressed', got {transport!r}")

@@ -81,6 +81,8 @@ class FaceEncoder:
     wide frame, the full-range one occasionally misses large close faces.
     """
 
+    LIBRARIES = ("mediapipe", "dlib")  # C extensions it imports: node_shutdown.import_whole takes them whole
+
     def __init__(
         self,
         detector: str = "auto",
