@@ -42,9 +42,10 @@ def face_evidence(face: FaceObservation, stamp_ns: int) -> FaceEvidence:
 
 
 def object_evidence(track: ObjectTrack, stamp_ns: int) -> ObjectEvidence:
-    """One object of an ObjectTracks message (stamped with the message's header; the crop is not kept)."""
+    """One object of an ObjectTracks message (stamped with the message's header), with its crop when sent."""
     box = (float(track.x), float(track.y), float(track.width), float(track.height))
-    return ObjectEvidence(track.object_id, track.label.strip(), float(track.confidence), box, stamp_ns)
+    crop = bytes(track.crop_jpeg)
+    return ObjectEvidence(track.object_id, track.label.strip(), float(track.confidence), box, stamp_ns, crop)
 
 
 def text_evidence(region: TextRegion, stamp_ns: int) -> TextEvidence:

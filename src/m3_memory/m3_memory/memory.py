@@ -17,6 +17,7 @@ from m3_memory.graph.backend import MemoryBackend
 from m3_memory.graph.fact_changes import Fact
 from m3_memory.graph.memory_graph import GraphConfig, MemorizerOutput, MemoryGraph, usable_embedding
 from m3_memory.graph.records import KIND_FACE, KIND_VOICE, ClipEvidence, ClipRecord, MemoryDraft
+from m3_memory.graph.things import thing_keys
 from m3_memory.memorize.fact_reader import FactReaderError
 from m3_memory.memorize.rules import RulesMemorizer
 from m3_memory.robot_ids import robot_id_problem
@@ -177,6 +178,11 @@ class Memory:
                     new.append(perception_id)
                 else:
                     mapped[perception_id] = memory_id
+            for key in sorted(things := thing_keys(clip), key=lambda k: (things[k], k)):  # objects, text seen
+                if key in graph.session_map:  # perception keeps a track's id for the episode: this run's
+                    mapped[key] = graph.session_map[key]
+                else:
+                    new.append(key)
             mapped.update(graph.predict_new_ids(new))
             ids = dict(mapped)
             for match in clip.matches:  # ids seen in earlier clips of this run

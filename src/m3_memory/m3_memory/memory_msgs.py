@@ -11,7 +11,7 @@ from m3_interfaces.msg import Place as PlaceMsg
 from m3_interfaces.msg import Sighting as SightingMsg
 from m3_memory import errors
 from m3_memory.errors import MemoryApiError
-from m3_memory.graph.records import KIND_FACE, ClipRecord, Place, Sighting, TextNode
+from m3_memory.graph.records import KIND_VOICE, ClipRecord, Place, Sighting, TextNode
 from m3_memory.graph.tags import kind_of
 from m3_memory.search.api import MemorySearch, SearchHit
 from m3_memory.search.as_of import AsOfError, stamp_ns
@@ -70,7 +70,7 @@ def place_msg(place: Place | None) -> PlaceMsg:
 
 
 def sighting_msg(sighting: Sighting) -> SightingMsg:
-    how = "seen" if kind_of(sighting.entity_id) == KIND_FACE else "heard"
+    how = "heard" if kind_of(sighting.entity_id) == KIND_VOICE else "seen"  # faces and things are seen
     return SightingMsg(
         entity_id=sighting.entity_id,
         how=how,

@@ -98,6 +98,7 @@ class MemoryServicesMixin:
                 last_seen=to_time(view.last_ns),
                 memory_ids=view.memory_ids,
                 crop_jpeg=view.crop_jpeg,
+                label=view.label,
             )
             response.error_code = GetEntity.Response.OK
         except Exception as error:  # noqa: BLE001 - every failure becomes an error code

@@ -193,7 +193,7 @@ def test_a_version_1_store_reads_as_it_was_and_gains_the_place_tables_when_opene
     reopened = Memory.open(str(directory), embedder)
     try:
         assert any("bike" in n.text for n in reopened.graph.text.values())
-        assert reopened.graph.backend.store.schema_version == SCHEMA_VERSION == 2
+        assert reopened.graph.backend.store.schema_version == SCHEMA_VERSION == 3
         assert json.loads((directory / SCHEMA_FILE).read_text())["schema_version"] == SCHEMA_VERSION
         later = clip(1, voices=[voice("voice_1", 33, 35, "the shed is locked")])
         later.path = walk(30, 60, 0.0, 1.0, 0.0)

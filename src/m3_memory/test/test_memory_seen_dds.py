@@ -1,6 +1,7 @@
 """What perception saw reaches memory over real DDS (issue 23): a memory_node in its own process takes
 ObjectTracks and TextRegions beside a face, stores the clip with what was seen, and its search_node service
-finds what the note said."""
+finds what the note said; the cup and the note are entities that get_entity, search_node's kind filter and
+locate_entity return."""
 
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ from m3_interfaces.msg import (
     TextRegion,
     TextRegions,
 )
-from m3_interfaces.srv import SearchNode
+from m3_interfaces.srv import GetEntity, LocateEntity, SearchNode
+
+CROP = b"\xff\xd8\xff\xe0 the cup \xff\xd9"  # sent once, as perception sends a track's new best crop
 
 
 def stamp(seconds: float) -> Time:
@@ -71,7 +74,16 @@ def test_objects_and_text_seen_become_memories_and_are_searched(system):
         objects = ObjectTracks(image_width=640, image_height=480)
         objects.header.stamp = stamp(t)
         objects.objects = [
-            ObjectTrack(object_id="object_1", label="cup", confidence=0.7, x=10.0, y=20.0, width=50.0, height=60.0),
+            ObjectTrack(
+                object_id="object_1",
+                label="cup",
+                confidence=0.7,
+                x=10.0,
+                y=20.0,
+                width=50.0,
+                height=60.0,
+                crop_jpeg=list(CROP) if t == 200.5 else [],
+            ),
             ObjectTrack(object_id="object_2", label="person", confidence=0.9, x=0.0, y=0.0, width=200.0, height=400.0),
         ]
         pubs["objects"].publish(objects)
@@ -89,3 +101,19 @@ def test_objects_and_text_seen_become_memories_and_are_searched(system):
     )
     assert response.error_code == SearchNode.Response.OK, response.error_message
     assert [i.text for i in response.items] == ['A written note or sign says: "Dentist on Tuesday at 3 pm"']
+    cup = next(i for i in clips[0].episodic if i.text == "<face_1> holds a cup.")
+    thing = next(e for e in cup.entity_ids if e.startswith("object_"))
+    entity = call(node, GetEntity, "/m3/memory/get_entity", GetEntity.Request(entity_id=thing))
+    assert entity.error_code == GetEntity.Response.OK, entity.error_message
+    e = entity.entity
+    assert (e.kind, e.label, e.name, list(e.member_ids), bytes(e.crop_jpeg)) == ("object", "cup", "", [], CROP)
+    assert (
+        cup.node_id in e.memory_ids and e.observation_count == 3 and e.first_clip == e.last_clip == clips[0].clip_index
+    )
+    by_kind = call(node, SearchNode, "/m3/memory/search_node",
+                   SearchNode.Request(query="where is my cup?", kinds=["object", "text"], top_k=5))  # fmt: skip
+    assert [(i.node_id, i.kind) for i in by_kind.items] == [(thing, "object")], by_kind.error_message
+    located = call(node, LocateEntity, "/m3/memory/locate_entity", LocateEntity.Request(entity_id=thing))
+    assert located.error_code == LocateEntity.Response.OK, located.error_message
+    assert [(s.how, s.clip_index) for s in located.sightings] == [("seen", clips[0].clip_index)]
+    assert (located.sightings[0].last.sec, located.sightings[0].last.nanosec) == (201, 0)

@@ -29,7 +29,7 @@ class MemoriesMixin:
     ):  # fmt: skip
         """Insert a memory (at place: where the robot was); a semantic memory close to one about the same
         entities reinforces it instead."""
-        entity_ids = [e for e in tags_in(draft.text) if self.resolve(e) in self.entities]
+        entity_ids = [e for e in [*tags_in(draft.text), *draft.things] if self.resolve(e) in self.entities]
         if draft.kind == KIND_EPISODIC:
             for node_id in self.clips[clip_index]["episodic"]:
                 if self.text[node_id].text == draft.text:

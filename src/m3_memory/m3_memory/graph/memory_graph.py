@@ -28,6 +28,7 @@ from m3_memory.graph.records import (
     KIND_PERSON,
     KIND_SEMANTIC,
     KIND_VOICE,
+    THING_KINDS,
     ClipEvidence,
     EntityRecord,
     MemoryDraft,
@@ -35,7 +36,8 @@ from m3_memory.graph.records import (
     Sighting,
     TextNode,
 )
-from m3_memory.graph.tags import kind_of, seq_of
+from m3_memory.graph.tags import kind_of, perception_kind, seq_of
+from m3_memory.graph.things import ThingsMixin
 from m3_memory.place.poses import MAX_PATH_SAMPLES, PLACE_TOLERANCE_NS, PoseSample, downsample, pose_on
 from m3_memory.place.regions import Regions
 from m3_memory.store.ann_index import CosineIndex
@@ -85,7 +87,7 @@ class MemorizerOutput:
     degraded: str = ""  # why a fallback memorizer wrote this clip (kept in meta as degraded_clip_N), "" = normal
 
 
-class MemoryGraph(PeopleMixin, MemoriesMixin):
+class MemoryGraph(PeopleMixin, ThingsMixin, MemoriesMixin):
     """Entity-centric memory over a MemoryBackend; see module docstring for the locking model."""
 
     def __init__(self, backend: MemoryBackend | MemoryStore, text_dim: int, config: GraphConfig | None = None) -> None:
@@ -188,14 +190,16 @@ class MemoryGraph(PeopleMixin, MemoriesMixin):
                 return None
             if record.kind == KIND_PERSON:
                 return entity_id
-            return self.resolve(record.person_id)
+            return self.resolve(record.person_id) if record.person_id else None  # things have no person
 
     def members_of(self, person_id: str) -> list[str]:
         """Faces and voices of a person, in creation order (faces first)."""
         with self.lock:
             person_id = self.resolve(person_id)
             members = [
-                r for r in self.entities.values() if r.kind != KIND_PERSON and self.resolve(r.person_id) == person_id
+                r
+                for r in self.entities.values()
+                if r.kind in (KIND_FACE, KIND_VOICE) and self.resolve(r.person_id) == person_id
             ]
             return [r.entity_id for r in sorted(members, key=lambda r: (r.kind != KIND_FACE, r.seq))]
 
@@ -250,7 +254,7 @@ class MemoryGraph(PeopleMixin, MemoriesMixin):
         counters = self.backend.counters()
         out = {}
         for perception_id in perception_ids:
-            kind = kind_of(perception_id)
+            kind = perception_kind(perception_id)
             counters[kind] = counters.get(kind, 0) + 1
             out[perception_id] = f"{kind}_{self.backend.entity_number(counters[kind])}"
         return out
@@ -313,7 +317,11 @@ class MemoryGraph(PeopleMixin, MemoriesMixin):
         if output.degraded:
             writer.set_meta(f"{DEGRADED_PREFIX}{clip.clip_index}", output.degraded)
         for perception_id in new_entities:
-            created = self._create_entity(writer, kind_of(perception_id), clip.clip_index)
+            kind = perception_kind(perception_id)
+            if kind in THING_KINDS:
+                created = self._create_thing(writer, kind, clip.clip_index)
+            else:
+                created = self._create_entity(writer, kind, clip.clip_index)
             if mapped.get(perception_id, created) != created:
                 raise RuntimeError(
                     f"entity id prediction failed for {perception_id}: {mapped[perception_id]} != {created}"
@@ -322,6 +330,7 @@ class MemoryGraph(PeopleMixin, MemoriesMixin):
             self.session_map[perception_id] = created
         outcome.merges += self._merge_voices(writer, clip)  # perception's revisions, before this clip's evidence
         self._observe_entities(writer, clip, mapped)
+        self._observe_things(writer, clip, mapped)
         for id1, id2, confidence, count in output.equivalences:
             merged = self._record_match(writer, id1, id2, confidence, count, clip)
             if merged:

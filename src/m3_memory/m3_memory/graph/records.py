@@ -12,8 +12,12 @@ KIND_SEMANTIC = "semantic"
 KIND_FACE = "face"
 KIND_VOICE = "voice"
 KIND_PERSON = "person"
+KIND_OBJECT = "object"  # a thing perception's detector tracked (its class is the entity's label)
+KIND_TEXT = "text"  # a piece of written text perception read at one place (its reading is the label)
 TEXT_KINDS = (KIND_EPISODIC, KIND_SEMANTIC)
-ENTITY_KINDS = (KIND_FACE, KIND_VOICE, KIND_PERSON)
+PEOPLE_ENTITY_KINDS = (KIND_FACE, KIND_VOICE, KIND_PERSON)
+THING_KINDS = (KIND_OBJECT, KIND_TEXT)  # seen, not people: no person, no name, no embedding
+ENTITY_KINDS = PEOPLE_ENTITY_KINDS + THING_KINDS
 ALL_KINDS = TEXT_KINDS + ENTITY_KINDS
 
 # EntityMatch id types (hri_msgs/IdsMatch style).
@@ -97,6 +101,7 @@ class ObjectEvidence:
     confidence: float
     bbox: tuple[float, float, float, float]  # x, y, width, height [px]
     stamp_ns: int
+    crop_jpeg: bytes = b""  # the track's most confident crop so far, when it changed with this image
 
 
 @dataclass
@@ -152,6 +157,7 @@ class MemoryDraft:
     text: str
     start_ns: int
     end_ns: int
+    things: list[str] = field(default_factory=list)  # object/text entity ids it is about, named in words
 
 
 @dataclass
@@ -180,7 +186,8 @@ class TextNode:
 
 @dataclass
 class EntityRecord:
-    """A face, voice or person entity; person_id is the (canonical) person a face/voice belongs to."""
+    """A face, voice, person, object or text entity; person_id is the (canonical) person a face/voice
+    belongs to; label is an object's class ("cup") or a text's reading, "" for people."""
 
     entity_id: str
     seq: int
@@ -194,6 +201,7 @@ class EntityRecord:
     last_ns: int = 0
     crop_score: float = -1.0
     name_votes: dict[str, int] = field(default_factory=dict)
+    label: str = ""
 
 
 @dataclass

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from m3_memory.graph.records import KIND_EPISODIC, ClipEvidence, MemoryDraft, TextEvidence
+from m3_memory.graph.records import KIND_EPISODIC, KIND_OBJECT, KIND_TEXT, ClipEvidence, MemoryDraft, TextEvidence
+from m3_memory.graph.tags import thing_key
 from m3_memory.memorize.holders import PEOPLE_LABELS, holder_events, label_of
 
 NS = 1_000_000_000
@@ -50,6 +51,7 @@ class SeenText:
     first_ns: int
     last_ns: int
     confidence: float
+    region_ids: list[str] = field(default_factory=list)  # perception's regions it was read in
 
 
 def _article(label: str) -> str:
@@ -97,6 +99,11 @@ def text_blocks(texts: list[TextEvidence]) -> list[TextEvidence]:
     """The lines read in one keyframe joined into blocks, top to bottom: a note or sign of several lines
     is one text ("Please take" over "off your shoes" -> "Please take off your shoes"), as a person reads
     it. The block's region id joins its lines' ids; its confidence is its least sure line's."""
+    return [_joined(lines) for lines in _line_blocks(texts)]
+
+
+def _line_blocks(texts: list[TextEvidence]) -> list[list[TextEvidence]]:
+    """The lines of one keyframe grouped into blocks (text_blocks), top to bottom."""
     blocks: list[list[TextEvidence]] = []
     for line in sorted(texts, key=lambda t: (t.bbox[1], t.bbox[0])):
         block = next((b for b in blocks if _stacked(b[-1], line)), None)
@@ -104,21 +111,20 @@ def text_blocks(texts: list[TextEvidence]) -> list[TextEvidence]:
             blocks.append([line])
         else:
             block.append(line)
-    out = []
-    for lines in blocks:
-        x0, y0 = min(t.bbox[0] for t in lines), min(t.bbox[1] for t in lines)
-        x1 = max(t.bbox[0] + t.bbox[2] for t in lines)
-        y1 = max(t.bbox[1] + t.bbox[3] for t in lines)
-        out.append(
-            TextEvidence(
-                "+".join(t.region_id for t in lines),
-                " ".join(" ".join(t.text.split()) for t in lines),
-                min(t.confidence for t in lines),
-                (x0, y0, x1 - x0, y1 - y0),
-                lines[0].stamp_ns,
-            )
-        )
-    return out
+    return blocks
+
+
+def _joined(lines: list[TextEvidence]) -> TextEvidence:
+    x0, y0 = min(t.bbox[0] for t in lines), min(t.bbox[1] for t in lines)
+    x1 = max(t.bbox[0] + t.bbox[2] for t in lines)
+    y1 = max(t.bbox[1] + t.bbox[3] for t in lines)
+    return TextEvidence(
+        "+".join(t.region_id for t in lines),
+        " ".join(" ".join(t.text.split()) for t in lines),
+        min(t.confidence for t in lines),
+        (x0, y0, x1 - x0, y1 - y0),
+        lines[0].stamp_ns,
+    )
 
 
 def seen_texts(clip: ClipEvidence) -> list[SeenText]:
@@ -130,13 +136,15 @@ def seen_texts(clip: ClipEvidence) -> list[SeenText]:
         by_stamp.setdefault(t.stamp_ns, []).append(t)
     by_region: dict[str, SeenText] = {}
     for stamp in sorted(by_stamp):
-        for t in text_blocks(by_stamp[stamp]):
+        for lines in _line_blocks(by_stamp[stamp]):
+            t = _joined(lines)
             text = " ".join(t.text.split())
             if sum(c.isalnum() for c in text) < MIN_CHARACTERS:
                 continue
             old = by_region.get(t.region_id)
             if old is None:
-                by_region[t.region_id] = SeenText(text, t.stamp_ns, t.stamp_ns, t.confidence)
+                regions = [line.region_id for line in lines]
+                by_region[t.region_id] = SeenText(text, t.stamp_ns, t.stamp_ns, t.confidence, regions)
                 continue
             old.last_ns = t.stamp_ns
             if t.confidence > old.confidence:
@@ -145,6 +153,7 @@ def seen_texts(clip: ClipEvidence) -> list[SeenText]:
     for seen in by_region.values():
         kept = unique.setdefault(seen.text.lower(), seen)
         kept.last_ns = max(kept.last_ns, seen.last_ns)
+        kept.region_ids += [r for r in seen.region_ids if r not in kept.region_ids]
     readings = list(unique.values())
     whole = [
         seen
@@ -156,6 +165,7 @@ def seen_texts(clip: ClipEvidence) -> list[SeenText]:
             for seen in whole:
                 if part.text.lower() in seen.text.lower():
                     seen.first_ns, seen.last_ns = min(seen.first_ns, part.first_ns), max(seen.last_ns, part.last_ns)
+                    seen.region_ids += [r for r in part.region_ids if r not in seen.region_ids]
     return whole
 
 
@@ -167,7 +177,9 @@ def seen_drafts(clip: ClipEvidence, ids: dict[str, str]) -> list[MemoryDraft]:
     held = {e.label for e in events}
     for e in events:
         text = f"<{e.face_id}> {e.kind} {_article(e.label).lower()} {e.label}."
-        drafts.append(MemoryDraft(KIND_EPISODIC, text, e.stamp_ns, e.stamp_ns))
+        drafts.append(
+            MemoryDraft(KIND_EPISODIC, text, e.stamp_ns, e.stamp_ns, _things(ids, KIND_OBJECT, [e.object_id]))
+        )
     for seen in seen_objects(clip, ids):
         if seen.label in held:
             # the boxes showed who has it: the events above say so, and the others in view only stood by
@@ -181,11 +193,19 @@ def seen_drafts(clip: ClipEvidence, ids: dict[str, str]) -> list[MemoryDraft]:
             text = f"{people} {verb} seen near {thing}."  # in view together; holding is the events' to say
         else:
             text = f"{thing[0].upper()}{thing[1:]} is seen."
-        drafts.append(MemoryDraft(KIND_EPISODIC, text, seen.first_ns, seen.last_ns))
+        things = _things(ids, KIND_OBJECT, seen.object_ids)
+        drafts.append(MemoryDraft(KIND_EPISODIC, text, seen.first_ns, seen.last_ns, things))
     for seen in seen_texts(clip):
         text = f'{WRITTEN} "{seen.text}"'
-        drafts.append(MemoryDraft(KIND_EPISODIC, text, seen.first_ns, seen.last_ns))
+        things = _things(ids, KIND_TEXT, seen.region_ids)
+        drafts.append(MemoryDraft(KIND_EPISODIC, text, seen.first_ns, seen.last_ns, things))
     return drafts
+
+
+def _things(ids: dict[str, str], kind: str, perception_ids: list[str]) -> list[str]:
+    """The memory entities of a clip's object tracks or text regions (graph.things), where ids has them."""
+    found = [ids.get(thing_key(kind, p), "") for p in perception_ids]
+    return list(dict.fromkeys(e for e in found if e))
 
 
 def describe_seen(clip: ClipEvidence, ids: dict[str, str], t0_ns: int) -> list[str]:

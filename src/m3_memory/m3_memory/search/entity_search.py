@@ -10,7 +10,7 @@ import re
 import numpy as np
 
 from m3_memory.errors import MemoryApiError
-from m3_memory.graph.records import KIND_PERSON
+from m3_memory.graph.records import KIND_OBJECT, KIND_PERSON, KIND_TEXT, THING_KINDS
 from m3_memory.search.search_types import SearchHit
 
 
@@ -59,8 +59,9 @@ class EntitySearchMixin:
             return [self._entity_hit(f"{kind}_{label}", score) for label, score in found]
 
     def _entities_named(self, query: str, wanted: set[str], before_clip: int, before_stamp_ns: int) -> list[SearchHit]:
-        """Entities whose id or learnt name the text query (respelled: in memory's spelling) mentions (score 1)."""
-        words = {w.lower() for w in re.findall(r"(?:face|voice|person)_\d+|[A-Za-z][A-Za-z'-]*", query)}
+        """Entities whose id or learnt name the text query (respelled: in memory's spelling) mentions, and objects
+        whose class it names ("where is the umbrella?"), score 1."""
+        words = {w.lower() for w in re.findall(r"(?:face|voice|person|object|text)_\d+|[A-Za-z][A-Za-z'-]*", query)}
         graph = self.graph
         with graph.lock:
             # ids mentioned (and what they were merged into), then persons called by a learnt name
@@ -71,6 +72,11 @@ class EntitySearchMixin:
                     r.entity_id
                     for r in graph.entities.values()
                     if r.kind == KIND_PERSON and r.name and r.name.lower() in names
+                }
+                found |= {
+                    r.entity_id
+                    for r in graph.entities.values()
+                    if r.kind == KIND_OBJECT and r.label and set(r.label.split()) <= names
                 }
             records = sorted((graph.entities[e] for e in found), key=lambda r: (r.kind, r.seq))
             return [
@@ -86,6 +92,9 @@ class EntitySearchMixin:
             members = graph.members_of(entity_id)
             text = f"<{entity_id}>" + (f" is called {record.name}" if record.name else "")
             text += f"; faces and voices: {', '.join(members) or 'none'}"
+        elif record.kind in THING_KINDS:  # seen, not a person: named in words (tags are people's)
+            members = []
+            text = f"{entity_id} is {'written text' if record.kind == KIND_TEXT else 'an object'}: {record.label}"
         else:
             members = [graph.resolve(record.person_id)]
             name = graph.display_name(entity_id)

@@ -13,7 +13,8 @@ from m3_memory.search.search_types import EntityView, Stats
 
 
 def entity_view(graph: MemoryGraph, entity_id: str) -> EntityView:
-    """An entity with its aliases, members, memories (newest first) and best face crop (get_entity)."""
+    """An entity with its aliases, members, memories (newest first) and best crop (get_entity): a person's
+    best face, or an object's most confident sighting."""
     entity_id = (entity_id or "").strip().strip("<>")
     if not entity_id:
         raise MemoryApiError(errors.EMPTY_QUERY, "entity_id is empty")
@@ -27,7 +28,7 @@ def entity_view(graph: MemoryGraph, entity_id: str) -> EntityView:
             members = graph.members_of(canonical)
             mention_ids = [canonical, *aliases, *members]
         else:
-            members = [graph.resolve(record.person_id)]
+            members = [graph.resolve(record.person_id)] if record.person_id else []  # things have no person
             mention_ids = [canonical]
         memory_ids = {n for e in mention_ids for n in graph.entity_memories.get(e, [])}
         memory_ids = sorted(memory_ids, key=lambda n: -graph.text[n].seq)
@@ -42,7 +43,7 @@ def entity_view(graph: MemoryGraph, entity_id: str) -> EntityView:
                 crop, best = data, face.crop_score
     return EntityView(
         canonical, record.kind, graph.display_name(canonical), aliases, members, record.observation_count,
-        record.first_clip, record.last_clip, record.first_ns, record.last_ns, memory_ids, crop,
+        record.first_clip, record.last_clip, record.first_ns, record.last_ns, memory_ids, crop, record.label,
     )  # fmt: skip
 
 

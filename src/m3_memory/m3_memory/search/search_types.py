@@ -56,6 +56,7 @@ class EntityView:
     last_ns: int
     memory_ids: list[str]
     crop_jpeg: bytes = b""
+    label: str = ""  # an object's class or a text's reading
 
 
 @dataclass

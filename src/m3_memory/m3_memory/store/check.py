@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from m3_memory.graph.records import ENTITY_KINDS
+
 
 def one_line(problem: str) -> str:
     """An SQLite check message on one line, without its "*** in database main ***" heading."""
@@ -59,7 +61,8 @@ def integrity_problems(conn: sqlite3.Connection) -> list[str]:
                 (int(dim[0][0]) * 4,),
             )
         ]
-    for kind, prefix in (("face", "face_"), ("voice", "voice_"), ("person", "person_")):
+    for kind in ENTITY_KINDS:
+        prefix = f"{kind}_"
         counter = rows("counters", "SELECT value FROM counters WHERE name=?", (kind,))
         top = rows("entities", "SELECT max(seq) FROM entities WHERE kind=?", (kind,))
         if top and top[0][0] is not None and (not counter or int(counter[0][0]) < int(top[0][0])):
@@ -82,6 +85,8 @@ def counts(conn: sqlite3.Connection) -> dict:
         "faces": entities.get("face", 0),
         "voices": entities.get("voice", 0),
         "persons": entities.get("person", 0),
+        "objects": entities.get("object", 0),
+        "texts": entities.get("text", 0),
         "merged_ids": conn.execute("SELECT count(*) FROM aliases").fetchone()[0],
         "degraded_clips": conn.execute("SELECT count(*) FROM meta WHERE key LIKE 'degraded_clip_%'").fetchone()[0],
         "names": dict(names.fetchall()),

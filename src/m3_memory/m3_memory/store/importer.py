@@ -17,7 +17,14 @@ import sqlite3
 
 from m3_memory.store.check import integrity_problems
 from m3_memory.store.from_rows import columns, insert_rows, new_store_dir, open_and_count, raise_counters
-from m3_memory.store.sqlite_store import FORMAT_NAME, SCHEMA_VERSION, TABLES, MemoryStore, vector_to_blob
+from m3_memory.store.sqlite_store import (
+    ADDED_COLUMNS,
+    FORMAT_NAME,
+    SCHEMA_VERSION,
+    TABLES,
+    MemoryStore,
+    vector_to_blob,
+)
 
 MAX_EXPORT_BYTES = 4 << 30  # --max-bytes default: an export is read whole into memory
 _JSON_COLUMNS = {("clips", "entity_ids"), ("entities", "name_votes")}
@@ -92,9 +99,13 @@ def _rows(path: str, data: dict, table: str, cols: list[tuple[str, str, bool]]) 
     if not isinstance(items, list):
         raise ExportFileError(f"export {path}: {table} is not a list")
     names = [c[0] for c in cols]
+    # columns a newer schema added: an older export's rows lack them and take the value older rows have
+    added = {n: v for (t, n), (since, v) in ADDED_COLUMNS.items() if t == table and data["schema_version"] < since}
     rows = []
     for index, item in enumerate(items):
         where = f"export {path}: {table}[{index}]"
+        if added and isinstance(item, dict):
+            item = {**added, **item}
         if not isinstance(item, dict) or sorted(item) != sorted(names):
             got = sorted(item) if isinstance(item, dict) else type(item).__name__
             raise ExportFileError(f"{where}: expected the fields {names}, got {got}")

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 from m3_memory.store.check import integrity_problems
 from m3_memory.store.from_rows import columns, drop_orphans, insert_rows, new_store_dir, open_and_count, raise_counters
-from m3_memory.store.sqlite_store import TABLES, V2_TABLES, MemoryStore
+from m3_memory.store.sqlite_store import ADDED_COLUMNS, TABLES, V2_TABLES, MemoryStore
 
 MAX_ROWID = 2**63 - 1
 _JSON_COLUMNS = {("clips", "entity_ids"), ("entities", "name_votes")}
@@ -132,13 +132,27 @@ def salvage(source_dir: str, target: str) -> dict:
                         continue
                     cols = columns(conn, table)
                     names = [c[0] for c in cols]
+                    # a column a newer schema added is not in an older store: its rows take the default
+                    had = {row[1] for row in src.execute(f"PRAGMA table_info({table})")}
+                    had = {n.decode() if isinstance(n, bytes) else n for n in had}
+                    fill = {  # as the scan reads text: bytes, decoded by _clean
+                        n: v.encode() if isinstance(v, str) else v
+                        for (t, n), (_, v) in ADDED_COLUMNS.items()
+                        if t == table and n not in had
+                    }
+                    read_names = [n for n in names if n not in fill]
                     gaps: list = []
                     read = 0
 
-                    def usable(table=table, cols=cols, names=names, gaps=gaps) -> Iterator[tuple]:
+                    def usable(
+                        table=table, cols=cols, names=names, gaps=gaps, fill=fill, read_names=read_names
+                    ) -> Iterator[tuple]:
                         nonlocal read
-                        for row in readable_rows(src, table, names, gaps):
+                        for row in readable_rows(src, table, read_names, gaps):
                             read += 1
+                            if fill:
+                                values = dict(zip(read_names, row, strict=True))
+                                row = tuple(values[n] if n in values else fill[n] for n in names)
                             if (clean := _clean(table, cols, row, 4 * dim)) is not None:
                                 yield clean
 

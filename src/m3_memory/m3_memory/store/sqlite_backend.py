@@ -68,10 +68,11 @@ class SqliteWriter:
     def save_entity(self, record: EntityRecord) -> None:
         self.conn.execute(
             "UPDATE entities SET name=?, person_id=?, observation_count=?, first_clip=?, last_clip=?, first_ns=?,"
-            " last_ns=?, name_votes=? WHERE entity_id=?",
+            " last_ns=?, name_votes=?, label=? WHERE entity_id=?",
             (
                 record.name, record.person_id, record.observation_count, record.first_clip, record.last_clip,
-                record.first_ns, record.last_ns, json.dumps(record.name_votes, sort_keys=True), record.entity_id,
+                record.first_ns, record.last_ns, json.dumps(record.name_votes, sort_keys=True), record.label,
+                record.entity_id,
             ),
         )  # fmt: skip
 
@@ -210,11 +211,12 @@ class SqliteBackend:
                 snap.sightings.append(Sighting(entity_id, clip_index, first, last, where))
         reinforced = "SELECT node_id, clip_index FROM node_clips WHERE delta > 0 ORDER BY rowid"
         snap.node_clips = list(conn.execute(reinforced))
+        label = "label" if self.store.schema_version >= 3 else "''"  # a store opened read-only is not upgraded
         for row in conn.execute(
             "SELECT entity_id, seq, kind, name, person_id, observation_count, first_clip, last_clip, first_ns,"
-            " last_ns, crop_score, name_votes FROM entities"
+            f" last_ns, crop_score, name_votes, {label} FROM entities"
         ):
-            snap.entities.append(EntityRecord(*row[:11], name_votes=json.loads(row[11])))
+            snap.entities.append(EntityRecord(*row[:11], name_votes=json.loads(row[11]), label=row[12]))
         for old, new, clip_index in conn.execute("SELECT old_id, new_id, clip_index FROM aliases"):
             snap.aliases[old], snap.alias_clips[old] = new, clip_index
         for entity_id, blob in conn.execute(

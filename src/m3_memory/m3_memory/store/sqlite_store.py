@@ -23,9 +23,9 @@ import numpy as np
 from m3_memory.errors import SchemaVersionError, StoreError
 from m3_memory.store.check import integrity_problems, one_line
 
-SCHEMA_VERSION = (
-    2  # 2 added the place tables (text_places, clip_paths, sightings); a version-1 store gains them on open
-)
+# 2 added the place tables (text_places, clip_paths, sightings); 3 the things seen (object and text
+# entities, with a label); an older store is brought up to date when it is opened for writing
+SCHEMA_VERSION = 3
 FORMAT_NAME = "m3_memory"
 DB_FILE = "memory.sqlite3"
 SCHEMA_FILE = "schema.json"
@@ -44,12 +44,7 @@ CREATE TABLE IF NOT EXISTS text_nodes (
 CREATE TABLE IF NOT EXISTS node_clips (
     node_id TEXT NOT NULL REFERENCES text_nodes(node_id), clip_index INTEGER NOT NULL REFERENCES clips(clip_index),
     delta REAL NOT NULL, PRIMARY KEY (node_id, clip_index));
-CREATE TABLE IF NOT EXISTS entities (
-    entity_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, kind TEXT NOT NULL CHECK (kind IN ('face','voice','person')),
-    name TEXT NOT NULL DEFAULT '', person_id TEXT NOT NULL DEFAULT '', observation_count INTEGER NOT NULL DEFAULT 0,
-    first_clip INTEGER NOT NULL DEFAULT -1, last_clip INTEGER NOT NULL DEFAULT -1,
-    first_ns INTEGER NOT NULL DEFAULT 0, last_ns INTEGER NOT NULL DEFAULT 0,
-    name_votes TEXT NOT NULL DEFAULT '{}', crop_score REAL NOT NULL DEFAULT -1, crop_jpeg BLOB, UNIQUE (kind, seq));
+{entities}
 CREATE TABLE IF NOT EXISTS entity_embeddings (
     entity_id TEXT NOT NULL REFERENCES entities(entity_id), slot INTEGER NOT NULL, embedding BLOB NOT NULL,
     PRIMARY KEY (entity_id, slot));
@@ -84,6 +79,28 @@ CREATE TABLE IF NOT EXISTS validity (
     superseded_by TEXT NOT NULL);
 """
 _DDL += _V2_DDL
+# Schema 3: object and text entities (m3_memory.graph.things), labelled with a class or a reading
+_ENTITIES = """
+CREATE TABLE IF NOT EXISTS {table} (
+    entity_id TEXT PRIMARY KEY, seq INTEGER NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('face','voice','person','object','text')),
+    name TEXT NOT NULL DEFAULT '', person_id TEXT NOT NULL DEFAULT '', observation_count INTEGER NOT NULL DEFAULT 0,
+    first_clip INTEGER NOT NULL DEFAULT -1, last_clip INTEGER NOT NULL DEFAULT -1,
+    first_ns INTEGER NOT NULL DEFAULT 0, last_ns INTEGER NOT NULL DEFAULT 0,
+    name_votes TEXT NOT NULL DEFAULT '{{}}', crop_score REAL NOT NULL DEFAULT -1, crop_jpeg BLOB,
+    label TEXT NOT NULL DEFAULT '', UNIQUE (kind, seq));"""
+_DDL = _DDL.format(entities=_ENTITIES.format(table="entities"))
+_V2_ENTITY_COLUMNS = (
+    "entity_id, seq, kind, name, person_id, observation_count, first_clip, last_clip, first_ns, last_ns, name_votes,"
+    " crop_score, crop_jpeg"
+)
+# SQLite cannot widen a CHECK: the table is rebuilt (its rows copied) with foreign keys off, in one transaction
+_V3_UPGRADE = (
+    _ENTITIES.format(table="entities_v3")
+    + f"INSERT INTO entities_v3 ({_V2_ENTITY_COLUMNS}) SELECT {_V2_ENTITY_COLUMNS} FROM entities;"
+    "DROP TABLE entities; ALTER TABLE entities_v3 RENAME TO entities;"
+)
+ADDED_COLUMNS = {("entities", "label"): (3, "")}  # column -> (schema that added it, value for older rows)
 # In dependency order (a table after those it references): export, import and repair copy in this order.
 TABLES = (
     "meta", "counters", "clips", "text_nodes", "node_clips", "entities", "entity_embeddings", "aliases", "edges",
@@ -147,14 +164,25 @@ class MemoryStore:
 
     def _upgrade(self, conn: sqlite3.Connection) -> None:
         """Bring an older schema up to SCHEMA_VERSION in one transaction (1 -> 2: add V2_TABLES, which start
-        empty: memories stored before had no pose, and none was superseded)."""
-        if self.schema_version >= SCHEMA_VERSION:
+        empty: memories stored before had no pose, and none was superseded; 2 -> 3: the entities table
+        takes object and text entities and a label, its rows kept)."""
+        version = self.schema_version
+        if version >= SCHEMA_VERSION:
             return
+        steps = (_V2_DDL if version < 2 else "") + _V3_UPGRADE
         with self._write_lock:
-            conn.executescript(
-                "BEGIN IMMEDIATE;" + _V2_DDL + f"UPDATE meta SET value='{SCHEMA_VERSION}' WHERE key='schema_version';"
-                "COMMIT;"
-            )
+            conn.execute("PRAGMA foreign_keys=OFF")  # no-op inside a transaction: set before it begins
+            try:
+                conn.executescript(
+                    "BEGIN IMMEDIATE;" + steps + f"UPDATE meta SET value='{SCHEMA_VERSION}' WHERE key='schema_version';"
+                    "COMMIT;"
+                )
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")  # the store stays as it was, at its old version
+                raise
+            finally:
+                conn.execute("PRAGMA foreign_keys=ON")
         self._write_schema_file(replace=True)
 
     @property
