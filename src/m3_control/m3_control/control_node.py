@@ -311,15 +311,18 @@ class ControlNode(ManagedNode):
                 self.get_logger().info(f"the rules answered in the model's place: {outcome.answer!r}")
         if outcome.state is not None:
             evidence, names = outcome.state.evidence, outcome.state.names
-            outcome.plan = with_targets(outcome.plan, evidence, names, self.regions, self._locate)
+            outcome.plan = with_targets(
+                outcome.plan, evidence, names, self.regions, self._locate, lambda label: self._locate(label, True)
+            )
         return outcome
 
-    def _locate(self, name: str) -> tuple:
-        """Where memory last observed an entity or named person (nav_targets); LookupError when it cannot say,
-        with a warning when memory could not be asked (the step then keeps no pose)."""
-        locate = getattr(self.memory, "locate_entity", None)
+    def _locate(self, name: str, thing: bool = False) -> tuple:
+        """Where memory last observed an entity or named person, or (thing) last saw an object of a class
+        (nav_targets); LookupError when it cannot say, with a warning when memory could not be asked (the
+        step then keeps no pose)."""
+        locate = getattr(self.memory, "locate_object" if thing else "locate_entity", None)
         if locate is None:
-            raise LookupError("this memory client cannot locate people")
+            raise LookupError("this memory client cannot locate people or things")
         try:
             return locate(name)
         except (MemoryUnavailable, MemoryQueryRejected) as error:

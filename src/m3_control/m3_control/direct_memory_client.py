@@ -134,16 +134,23 @@ class DirectMemoryClient:
 
     def locate_entity(self, name: str) -> tuple[str, Place | None, int]:
         """As RosMemoryClient.locate_entity: (entity id, place or None, stamp); LookupError when unknown."""
-        search = self._search()
         is_id = bool(ENTITY_ID_RE.fullmatch(f"<{name}>"))
+        return self._located(name, entity_id=name if is_id else "", name="" if is_id else name)
+
+    def locate_object(self, label: str) -> tuple[str, Place | None, int]:
+        """As RosMemoryClient.locate_object: where memory last saw an object of this class."""
+        return self._located(label, label=label)
+
+    def _located(self, what: str, **request) -> tuple[str, Place | None, int]:
+        search = self._search()
         try:
-            located = search.locate_entity(name if is_id else "", "" if is_id else name)
+            located = search.locate_entity(**request)
         except MemoryApiError as error:
             if error.code == errors.UNKNOWN_ENTITY:
                 raise LookupError(error.message) from None
             raise self._mapped("locate_entity", error) from error
         if not located.sightings:
-            raise LookupError(f"{name} was never observed")
+            raise LookupError(f"{what} was never observed")
         last = located.sightings[0]
         return located.entity_id, last.place, last.last_ns
 

@@ -8,7 +8,9 @@ this order, from
    target's words and all of them ("where Carol left her phone"): where the robot was when that happened
    (the memory's recorded place), the most recent such memory. A lone name of a thing or place ("the
    garage") gets no pose this way: the robot's pose while someone named it is not where it is;
-3. a person the target only names ("Bob"): where that person was last seen or heard (locate_entity).
+3. a person the target only names ("Bob"): where that person was last seen or heard (locate_entity);
+4. a thing the target names by its class ("the cup", "my umbrella"): where the robot was when it last saw
+   an object of that class (locate_entity by label). Seen, not heard named: the robot was in view of it.
 A target the user stands for ("me") or that none of these gives keeps no pose: the robot's navigation
 must then resolve it (and the answer says where it is, when memory knows).
 """
@@ -83,6 +85,25 @@ def person_target(target: str, locate: Callable[[str], tuple[str, Place | None, 
     return None
 
 
+def thing_target(target: str, locate_object: Callable[[str], tuple] | None) -> TargetPose | None:
+    """Where the robot was when it last saw an object of the class the target names (one or two words left
+    once articles and the user's words are set aside; a plural tries its singular too): locate_object gives
+    (entity id, place or None, stamp) for a class, or raises LookupError when memory saw none."""
+    words = [w for w in re.findall(r"[a-z][a-z'-]*", target.lower()) if w not in _STOP and w not in USER_WORDS]
+    if locate_object is None or not 1 <= len(words) <= 2:
+        return None
+    label = " ".join(words)
+    for candidate in dict.fromkeys([label, label[:-1] if label.endswith("s") else label]):
+        try:
+            entity_id, place, stamp_ns = locate_object(candidate)
+        except LookupError:
+            continue
+        if place is not None:
+            source = f"where the robot last saw a {candidate}"
+            return TargetPose(place.frame_id, place.x, place.y, place.yaw, stamp_ns, source, entity_id)
+    return None
+
+
 def memory_target(target: str, evidence: list[Memory], names: dict[str, str] | None = None) -> TargetPose | None:
     """Where the robot was when the most recent memory holding all of the target's words (two or more;
     entity ids read as the names memory knows) happened."""
@@ -107,11 +128,17 @@ def target_pose(
     regions: Regions,
     locate: Callable[[str], tuple] | None = None,
     names: dict[str, str] | None = None,
+    locate_object: Callable[[str], tuple] | None = None,
 ) -> TargetPose | None:
     """The pose a navigate_to step's target stands for (module docstring), or None. names: entity id -> name."""
     if not target.strip() or target.strip().lower() in USER_WORDS:
         return None
-    return region_target(target, regions) or person_target(target, locate) or memory_target(target, evidence, names)
+    return (
+        region_target(target, regions)
+        or person_target(target, locate)
+        or memory_target(target, evidence, names)
+        or thing_target(target, locate_object)
+    )
 
 
 def with_targets(
@@ -120,10 +147,11 @@ def with_targets(
     names: dict[str, str],
     regions: Regions,
     locate: Callable[[str], tuple] | None = None,
+    locate_object: Callable[[str], tuple] | None = None,
 ) -> list[Step]:
     """The plan with a pose on every navigate_to step whose target memory or the regions file can place."""
     return [
-        replace(step, pose=target_pose(step.target, evidence, regions, locate, names))
+        replace(step, pose=target_pose(step.target, evidence, regions, locate, names, locate_object))
         if step.skill == "navigate_to"
         else step
         for step in plan

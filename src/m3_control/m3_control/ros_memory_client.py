@@ -154,6 +154,13 @@ class RosMemoryClient:
             request.entity_id = name
         else:
             request.name = name
+        return self._located(request, name)
+
+    def locate_object(self, label: str) -> tuple[str, Place | None, int]:
+        """Where memory last saw an object of this class ("cup"), as locate_entity; LookupError when none."""
+        return self._located(LocateEntity.Request(label=label, max_sightings=1), label)
+
+    def _located(self, request: LocateEntity.Request, name: str) -> tuple[str, Place | None, int]:
         response = self._call(self.locate_client, request)
         if response.error_code == LocateEntity.Response.UNKNOWN_ENTITY or (
             response.error_code == 0 and not response.sightings

@@ -19,7 +19,7 @@ from m3_control.loop import MEMORY_UNAVAILABLE, SUCCEEDED, LoopConfig, run_loop
 from m3_control.memory_client import Clip, Memory, MemoryClient, MemoryQueryRejected, MemoryUnavailable
 from m3_control.skills import load_skills
 from m3_memory.errors import StoreError
-from m3_memory.graph.records import ClipEvidence, MatchEvidence
+from m3_memory.graph.records import ClipEvidence, MatchEvidence, ObjectEvidence
 from m3_memory.memory import Memory as M3Memory
 from m3_memory.search.api import SearchConfig
 from m3_memory.search.embedder import TextEmbedder
@@ -230,3 +230,13 @@ def assert_same(got, want, where) -> None:
             assert_same(g, w, where)
     else:
         assert got == want, where
+
+
+def test_locate_object_finds_the_object_of_a_class_seen_last(memory):
+    umbrella = ObjectEvidence("object_9", "umbrella", 0.8, (10.0, 10.0, 40.0, 80.0), 91 * S)
+    memory.ingest(ClipEvidence(3, 90 * S, 120 * S, objects=[umbrella]))
+    client = DirectMemoryClient(memory)
+    entity_id, place, stamp_ns = client.locate_object("Umbrella")
+    assert (entity_id, place, stamp_ns) == ("object_1", None, 91 * S)  # no pose topic: no place
+    with pytest.raises(LookupError, match="cup"):
+        client.locate_object("cup")

@@ -74,3 +74,25 @@ def test_entity_ids_in_memory_read_as_the_names_memory_knows():
         "episodic_9"
     )
     assert target_pose("where Dana left her keys", [heard], REGIONS, None, {}) is None
+
+
+def seen_last(label: str):
+    """locate_object over a memory that saw a cup (last in the hall) and an umbrella, with no pose then."""
+    things = {"cup": ("object_4", Place("map", 1.5, 8.0, 0.2, "hall"), 320 * S), "umbrella": ("object_7", None, 9 * S)}
+    if label not in things:
+        raise LookupError(label)
+    return things[label]
+
+
+def test_a_thing_seen_gives_where_the_robot_last_saw_one_and_a_thing_only_said_gives_nothing():
+    pose = target_pose("the cup", EVIDENCE, REGIONS, located, {}, seen_last)
+    assert (pose.x, pose.y, pose.stamp_ns, pose.evidence_id) == (1.5, 8.0, 320 * S, "object_4")
+    assert pose.source == "where the robot last saw a cup"
+    assert target_pose("my cups", EVIDENCE, REGIONS, located, {}, seen_last).evidence_id == "object_4"  # plural
+    assert target_pose("the umbrella", EVIDENCE, REGIONS, located, {}, seen_last) is None  # seen with no pose
+    assert target_pose("the garage", EVIDENCE, REGIONS, located, {}, seen_last) is None  # only said
+    # a region or a remembered event comes first
+    assert target_pose("the kitchen", EVIDENCE, REGIONS, located, {}, seen_last).source.startswith("region")
+    assert target_pose("where Carol left her phone", EVIDENCE, REGIONS, located, {}, seen_last).evidence_id == (
+        "episodic_2"
+    )

@@ -108,7 +108,11 @@ class MemoryServicesMixin:
     def _locate_entity(self, request: LocateEntity.Request, response: LocateEntity.Response) -> LocateEntity.Response:
         try:
             located = self._require_memory().search.locate_entity(
-                request.entity_id, request.name, request_stamp_ns(request.before_stamp), int(request.max_sightings)
+                request.entity_id,
+                request.name,
+                request_stamp_ns(request.before_stamp),
+                int(request.max_sightings),
+                request.label,
             )
             response.entity_id, response.name = located.entity_id, located.name
             response.sightings = [sighting_msg(s) for s in located.sightings]

@@ -117,3 +117,7 @@ def test_objects_and_text_seen_become_memories_and_are_searched(system):
     assert located.error_code == LocateEntity.Response.OK, located.error_message
     assert [(s.how, s.clip_index) for s in located.sightings] == [("seen", clips[0].clip_index)]
     assert (located.sightings[0].last.sec, located.sightings[0].last.nanosec) == (201, 0)
+    by_class = call(node, LocateEntity, "/m3/memory/locate_entity", LocateEntity.Request(label=" Cup "))
+    assert (by_class.error_code, by_class.entity_id) == (LocateEntity.Response.OK, thing), by_class.error_message
+    unseen = call(node, LocateEntity, "/m3/memory/locate_entity", LocateEntity.Request(label="giraffe"))
+    assert unseen.error_code == LocateEntity.Response.UNKNOWN_ENTITY and "giraffe" in unseen.error_message

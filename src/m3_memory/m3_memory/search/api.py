@@ -35,7 +35,7 @@ from m3_memory.search.embedder import TextEmbedder
 from m3_memory.search.entity_search import EntitySearchMixin, check_embedding
 from m3_memory.search.entity_view import entity_names, entity_view, graph_stats
 from m3_memory.search.fleet import FleetSearch
-from m3_memory.search.locate import Located, locate, person_named
+from m3_memory.search.locate import Located, locate, object_labelled, person_named
 from m3_memory.search.request_checks import check_limits, check_query, check_top_k
 from m3_memory.search.search_types import ClipQuery, EntityView, SearchConfig, SearchHit, Stats
 from m3_memory.search.where import (
@@ -381,13 +381,19 @@ class MemorySearch(EntitySearchMixin):
             return TAG_RE.sub(label, text)
 
     # -- get_entity / get_stats -------------------------------------------------------------------
-    def locate_entity(self, entity_id: str = "", name: str = "", before_ns: int = 0, limit: int = 1) -> Located:
-        """Where and when an entity, or the person with a learnt name, was last seen or heard (search.locate)."""
+    def locate_entity(
+        self, entity_id: str = "", name: str = "", before_ns: int = 0, limit: int = 1, label: str = ""
+    ) -> Located:
+        """Where and when an entity, the person with a learnt name, or the object of a class seen last, was
+        last seen or heard (search.locate); the first of entity_id, name and label given decides."""
         check_limits(-1, before_ns)
         if not entity_id.strip():
-            if not name.strip():
-                raise MemoryApiError(errors.EMPTY_QUERY, "give an entity_id or a name")
-            entity_id = person_named(self.graph, self.respelled(name.strip()))
+            if name.strip():
+                entity_id = person_named(self.graph, self.respelled(name.strip()))
+            elif label.strip():
+                entity_id = object_labelled(self.graph, label, before_ns)
+            else:
+                raise MemoryApiError(errors.EMPTY_QUERY, "give an entity_id, a name or an object's label")
         return locate(self.graph, entity_id, before_ns, limit)
 
     def get_entity(self, entity_id: str) -> EntityView:

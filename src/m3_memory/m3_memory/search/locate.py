@@ -3,6 +3,8 @@ observed in: first and last observation there, and where the robot was at the la
 
 A person's sightings are those of every face and voice of that person (merged persons included), so
 "where did you last see Bob" is answered from his face and "when did you last hear Bob" from his voice.
+An object the detector tracked is found by its class too ("cup"): of the objects of that class, the one
+seen last (by the as-of limit), so "take me to the cup" goes where the robot last saw a cup.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from dataclasses import dataclass
 from m3_memory import errors
 from m3_memory.errors import MemoryApiError
 from m3_memory.graph.memory_graph import MemoryGraph
-from m3_memory.graph.records import KIND_PERSON, Sighting
+from m3_memory.graph.records import KIND_OBJECT, KIND_PERSON, Sighting
 from m3_memory.graph.tags import kind_of
+from m3_memory.memorize.holders import label_of
 
 MAX_SIGHTINGS = 100
 
@@ -39,6 +42,25 @@ def person_named(graph: MemoryGraph, name: str) -> str:
         what = "no person is" if not found else f"{len(found)} persons are"
         raise MemoryApiError(errors.UNKNOWN_ENTITY, f"{what} called {name.strip()!r}")
     return found[0].entity_id
+
+
+def object_labelled(graph: MemoryGraph, label: str, before_ns: int = 0) -> str:
+    """The object of this class (case and spaces aside) seen last by before_ns (0 = no limit); UNKNOWN_ENTITY
+    when memory saw none."""
+    wanted = label_of(label)
+    with graph.lock:
+        last = {
+            r.entity_id: max(
+                (s.last_ns for s in graph.sightings.get(r.entity_id, []) if not before_ns or s.last_ns <= before_ns),
+                default=-1,
+            )
+            for r in graph.entities.values()
+            if r.kind == KIND_OBJECT and r.label == wanted
+        }
+    seen = [(stamp, entity_id) for entity_id, stamp in last.items() if stamp >= 0]
+    if not seen:
+        raise MemoryApiError(errors.UNKNOWN_ENTITY, f"no object of the class {wanted!r} was seen")
+    return max(seen)[1]
 
 
 def locate(graph: MemoryGraph, entity_id: str, before_ns: int = 0, limit: int = 1) -> Located:
