@@ -171,3 +171,73 @@ def test_places_paths_and_replaced_memories_are_shown(export):
     assert 'class="memory episodic replaced" id="episodic_1"' in page
     assert "valid until 00:40, replaced by" in page and 'href="#episodic_3"' in page
     assert "<h2>Map</h2>" not in memory_html.render(export)  # no pose recorded: no map
+
+
+def test_things_seen_are_listed_with_their_crop_place_and_memories(export):
+    cup = _jpeg(skimage.data.coffee()[40:360, 140:460])
+    seen = {
+        **export,
+        "text_nodes": [
+            *export["text_nodes"],
+            {
+                "node_id": "episodic_4",
+                "kind": "episodic",
+                "text": "<face_1> holds a cup.",
+                "clip_index": 1,
+                "start_ns": 150 * S,
+                "end_ns": 151 * S,
+                "weight": 1.0,
+            },
+        ],
+        "entities": [
+            *export["entities"],
+            {**_entity("object_1", "object", 1, crop=cup), "label": "cup"},
+            {**_entity("text_1", "text", 1), "label": "Dentist Tuesday 3 pm"},
+        ],
+        "edges": [{"node_id": "episodic_4", "entity_id": "face_1"}, {"node_id": "episodic_4", "entity_id": "object_1"}],
+        "sightings": [
+            {
+                "entity_id": "object_1",
+                "clip_index": 0,
+                "first_ns": 101 * S,
+                "last_ns": 102 * S,
+                "frame_id": "map",
+                "x": 1.0,
+                "y": 2.0,
+                "yaw": 0.0,
+                "region": "hall",
+            },
+            {
+                "entity_id": "object_1",
+                "clip_index": 1,
+                "first_ns": 150 * S,
+                "last_ns": 151 * S,
+                "frame_id": "map",
+                "x": 4.0,
+                "y": 2.0,
+                "yaw": 0.0,
+                "region": "kitchen",
+            },
+            {
+                "entity_id": "text_1",
+                "clip_index": 1,
+                "first_ns": 150 * S,
+                "last_ns": 151 * S,
+                "frame_id": None,
+                "x": None,
+                "y": None,
+                "yaw": None,
+                "region": None,
+            },
+        ],
+    }
+    page = memory_html.render(seen)
+    assert "<h2>Things seen</h2>" in page and "2 things seen ·" in page
+    card = page[page.index('id="thing-object_1"') : page.index('id="thing-text_1"')]
+    assert f"data:image/jpeg;base64,{cup}" in card and ">cup<" in card
+    assert "1 memories · last seen @ kitchen" in card  # the newer of its two sightings
+    note = page[page.index('id="thing-text_1"') :].split("</div>\n  </div>")[0]
+    assert "“Dentist Tuesday 3 pm”" in note and "last seen" not in note  # no pose when it was read
+    assert 'id="person-object_1"' not in page and 'id="person-text_1"' not in page  # things are not people
+    assert 'id="episodic_4" data-entities="face_1 object_1"' in page  # clicking the cup keeps its memory lit
+    assert "<h2>Things seen</h2>" not in memory_html.render(export)  # nothing seen: no section

@@ -1,6 +1,7 @@
 """Render a memory export (MemoryStore.export_json) as one self-contained HTML page.
 
-The page shows people with their faces, voices and names; every clip on a timeline with its
+The page shows people with their faces, voices and names; the things seen (objects with their best crop,
+written text with its reading) with where the robot last saw them; every clip on a timeline with its
 episodic and semantic memories (where each happened, and which were replaced by a newer statement, with
 when); a map of the robot's path and the memories' places when poses were recorded; and, when given, the
 answers of an evaluation with links to the memories that support them. Entity tags such as <face_2> are
@@ -76,7 +77,7 @@ def _people(export: dict, names: _Names) -> list[dict]:
         )
     for entity in export.get("entities", []):
         if (
-            entity["kind"] != "person"
+            entity["kind"] in ("face", "voice")
             and entity["entity_id"] not in grouped
             and entity["entity_id"] == names.resolve(entity["entity_id"])
         ):
@@ -92,6 +93,33 @@ def _people(export: dict, names: _Names) -> list[dict]:
                 }
             )
     return people
+
+
+def _things(export: dict) -> list[dict]:
+    """Objects and written text seen (their entities: label, crop, first and last clip), each with where the
+    robot was when it last saw it and how many memories are about it (the edges name things, tags do not)."""
+    last_seen: dict[str, dict] = {}
+    for sighting in export.get("sightings", []):
+        if sighting["entity_id"] not in last_seen or sighting["last_ns"] >= last_seen[sighting["entity_id"]]["last_ns"]:
+            last_seen[sighting["entity_id"]] = sighting
+    memories: dict[str, int] = defaultdict(int)
+    for edge in export.get("edges", []):
+        memories[edge["entity_id"]] += 1
+    return [
+        {
+            "id": entity["entity_id"],
+            "kind": entity["kind"],
+            "label": entity.get("label", ""),
+            "crop": entity.get("crop_jpeg"),
+            "first_clip": entity.get("first_clip", -1),
+            "last_clip": entity.get("last_clip", -1),
+            "seen": entity.get("observation_count", 0),
+            "where": _where_seen(last_seen.get(entity["entity_id"])),
+            "memories": memories[entity["entity_id"]],
+        }
+        for entity in export.get("entities", [])
+        if entity["kind"] in ("object", "text")
+    ]
 
 
 MAP_W, MAP_H, MAP_MARGIN = 640, 420, 20  # the map's drawing size [px]
@@ -127,6 +155,11 @@ def _map(export: dict) -> dict | None:
 
 def _timeline(export: dict, names: _Names) -> list[dict]:
     places = {p["node_id"]: p for p in export.get("text_places", [])}
+    seen: dict[str, list[str]] = defaultdict(list)  # memory → the things it is about
+    kinds = {e["entity_id"]: e["kind"] for e in export.get("entities", [])}
+    for edge in export.get("edges", []):
+        if kinds.get(edge["entity_id"]) in ("object", "text"):
+            seen[edge["node_id"]].append(edge["entity_id"])
     validity = {v["node_id"]: v for v in export.get("validity", [])}
     by_clip: dict[int, list[dict]] = defaultdict(list)
     for node in export.get("text_nodes", []):
@@ -147,6 +180,7 @@ def _timeline(export: dict, names: _Names) -> list[dict]:
                     "id": node["node_id"],
                     "kind": node["kind"],
                     "parts": parts,
+                    "things": seen[node["node_id"]],
                     "weight": node["weight"],
                     "at": _ns_to_clock(node["start_ns"] - export["clips"][0]["start_ns"]),
                     "where": _where(places.get(node["node_id"])),
@@ -172,6 +206,13 @@ def _where(place: dict | None) -> str:
     return place["region"] or f"({place['x']:.1f}, {place['y']:.1f}) in {place['frame_id']}"
 
 
+def _where_seen(sighting: dict | None) -> str:
+    """Where the robot was at a sighting; "" when no pose was recorded (its place columns are NULL)."""
+    if sighting is None or sighting.get("frame_id") is None:
+        return ""
+    return _where({"region": sighting.get("region") or "", **{k: sighting[k] for k in ("x", "y", "frame_id")}})
+
+
 def _replaced(valid: dict | None, start0: int) -> dict | None:
     """When and by what a memory's statement was replaced (its validity interval ends then)."""
     if valid is None:
@@ -189,6 +230,7 @@ def render(export: dict, answers: list[dict] | None = None, title: str = "m3 mem
     return template.render(
         title=title,
         people=_people(export, names),
+        things=_things(export),
         clips=_timeline(export, names),
         map=_map(export),
         answers=[{**a, "evidence": [e for e in a.get("evidence", []) if e in known]} for a in answers or []],

@@ -134,8 +134,8 @@ class MemoryServicesMixin:
         try:
             stats = self._require_memory().search.get_stats()
             for name in (
-                "clips", "last_clip_index", "episodic", "semantic", "faces", "voices", "persons", "index_size",
-                "disk_bytes", "schema_version", "memory_dir",
+                "clips", "last_clip_index", "episodic", "semantic", "faces", "voices", "persons", "objects", "texts",
+                "index_size", "disk_bytes", "schema_version", "memory_dir",
             ):  # fmt: skip
                 setattr(response, name, getattr(stats, name))
             response.error_code = GetStats.Response.OK

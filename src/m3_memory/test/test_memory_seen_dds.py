@@ -24,7 +24,7 @@ from m3_interfaces.msg import (
     TextRegion,
     TextRegions,
 )
-from m3_interfaces.srv import GetEntity, LocateEntity, SearchNode
+from m3_interfaces.srv import GetEntity, GetStats, LocateEntity, SearchNode
 
 CROP = b"\xff\xd8\xff\xe0 the cup \xff\xd9"  # sent once, as perception sends a track's new best crop
 
@@ -121,3 +121,5 @@ def test_objects_and_text_seen_become_memories_and_are_searched(system):
     assert (by_class.error_code, by_class.entity_id) == (LocateEntity.Response.OK, thing), by_class.error_message
     unseen = call(node, LocateEntity, "/m3/memory/locate_entity", LocateEntity.Request(label="giraffe"))
     assert unseen.error_code == LocateEntity.Response.UNKNOWN_ENTITY and "giraffe" in unseen.error_message
+    stats = call(node, GetStats, "/m3/memory/get_stats", GetStats.Request())
+    assert (stats.error_code, stats.objects, stats.texts, stats.faces) == (GetStats.Response.OK, 1, 1, 1)

@@ -63,6 +63,8 @@ def test_an_object_track_and_a_text_become_entities_across_clips(request, tmp_pa
         assert [(h.node_id, h.kind, h.text) for h in hits] == [("object_1", "object", "object_1 is an object: cup")]
         assert [s.clip_index for s in locate(graph, "object_1", limit=2).sightings] == [1, 0]
         assert mem.search.get_names(["object_1", "face_1"]) == {"object_1": "", "face_1": ""}  # things: no name
+        stats = mem.search.get_stats()
+        assert (stats.objects, stats.texts, stats.faces) == (1, 1, 1)  # things are counted apart from people
     finally:
         mem.close()
     if backend_name == "sqlite":  # kept: a new run reads them, and its tracks make new entities

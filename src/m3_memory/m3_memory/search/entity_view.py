@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from m3_memory import errors
 from m3_memory.errors import MemoryApiError
 from m3_memory.graph.memory_graph import MemoryGraph
-from m3_memory.graph.records import KIND_FACE, KIND_PERSON, KIND_VOICE
+from m3_memory.graph.records import KIND_FACE, KIND_OBJECT, KIND_PERSON, KIND_TEXT, KIND_VOICE
 from m3_memory.graph.tags import kind_of
 from m3_memory.search.search_types import EntityView, Stats
 
@@ -78,6 +78,8 @@ def graph_stats(graph: MemoryGraph) -> Stats:
             faces=kinds.count(KIND_FACE),
             voices=kinds.count(KIND_VOICE),
             persons=kinds.count(KIND_PERSON),
+            objects=kinds.count(KIND_OBJECT),
+            texts=kinds.count(KIND_TEXT),
             index_size=index_size,
             disk_bytes=0,
             schema_version=graph.backend.schema_version,

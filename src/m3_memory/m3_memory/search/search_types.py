@@ -72,6 +72,8 @@ class Stats:
     disk_bytes: int
     schema_version: int
     memory_dir: str
+    objects: int = 0  # object entities (things perception's detector tracked)
+    texts: int = 0  # text entities (written text perception read)
     extra: dict = field(default_factory=dict)
 
 
