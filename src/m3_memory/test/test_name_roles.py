@@ -37,6 +37,11 @@ from m3_memory.memorize.rules import RulesMemorizer
         ("Jorge called about the delivery.", [Mention("Jorge", "mentioned")]),
         ("Zeynep! Your bus leaves in five minutes!", [Mention("Zeynep", "addressed")]),  # called out
         ("Tomasz, from accounts.", []),  # answers "who?": spoken to nobody
+        ("Ravi, take the crates to the yard.", [Mention("Ravi", "addressed")]),  # a clause after the comma
+        ("Grace, the taxi is here.", [Mention("Grace", "addressed")]),
+        ("Ana, the nurse from the clinic upstairs.", []),  # an apposition: who Ana is
+        ("Ana, Ben and Carl are here.", [Mention("Carl", "mentioned")]),  # a list of names
+        ("Anyway, the shop closes at six.", []),
         ("I'm tired, thank you very much.", []),
         ("hi there, i'm going home", []),
         ("Welcome you sir, I'm Dana.", [Mention("Dana", "self")]),  # a greeting opening the line is no name
@@ -138,3 +143,25 @@ def test_a_name_said_in_thanks_goes_to_the_one_who_spoke_before_not_to_the_next_
     clip, ids = clip_of(scene)
     learned = person_names(RulesMemorizer().memorize(clip, ids, lambda e: None).names)
     assert learned == {1: "Rosa", 2: "Mateo"}
+
+
+def test_a_name_opening_an_order_or_an_introduction_selects_the_right_person():
+    """ "Ravi, take the crates..." speaks to Ravi, who answers; "Joaquin, this is Leona." speaks to Joaquin,
+    but the next to talk is Leona greeting him by name, so she is neither Joaquin nor the one the
+    introduction is said to: Leona's name goes to her."""
+    scene = Scene(
+        "a depot: an order and an introduction",
+        (1, 2, 3, 4),
+        (
+            (1, "I'm Bruno, I manage the depot."),
+            (1, "Ravi, take the empty crates to the yard."),
+            (2, "Sure, right away."),
+            (1, "Joaquin, this is Leona. She runs the warehouse."),
+            (3, "Hi Joaquin, welcome to the team."),
+            (4, "Thank you, glad to be here."),
+        ),
+        {1: "Bruno", 2: "Ravi", 3: "Leona", 4: "Joaquin"},
+    )
+    clip, ids = clip_of(scene)
+    learned = person_names(RulesMemorizer().memorize(clip, ids, lambda e: None).names)
+    assert learned == {1: "Bruno", 2: "Ravi", 3: "Leona", 4: "Joaquin"}

@@ -151,18 +151,23 @@ def resolve_mentions(turns: Turns, mentions: list[tuple[int, str, str]]) -> list
             return label if mine else None
         return None if mine else owner[name]
 
+    def theirs(line: int, name: str, role: str, label: str) -> bool:
+        if role == "self":
+            return True
+        answers = [n for later, n in own.get(turns.person(label), []) if later > line]
+        return not ((answers and name not in answers) or turns.person(label) in said_by.get(name, set()))
+
+    # The one a line speaks to is kept out of whom it introduces, unless that one is the newcomer who greets
+    # back by the name ("Kenji, this is Amara." / "Hi Kenji!" is Amara answering, not Kenji).
     for line, name, role in mentions:
-        if role == "addressed" and (label := whose(line, name, role)) is not None:
+        label = whose(line, name, role) if role == "addressed" else None
+        if label is not None and theirs(line, name, role, label):
             listeners.setdefault(line, label)
     placed = []
     for line, name, role in mentions:
         label = whose(line, name, role)
-        if label is None:
-            continue
-        answers = [n for later, n in own.get(turns.person(label), []) if later > line]
-        if role != "self" and ((answers and name not in answers) or turns.person(label) in said_by.get(name, set())):
-            continue
-        placed.append((line, name, label))
+        if label is not None and theirs(line, name, role, label):
+            placed.append((line, name, label))
     return placed
 
 

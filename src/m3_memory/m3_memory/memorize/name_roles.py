@@ -111,6 +111,18 @@ _VOCATIVE = re.compile(  # a sentence that opens with a name said to someone: "P
 )
 # A sentence that opens with a name is said to someone when the line asks, tells or exclaims.
 _TO_SOMEONE = re.compile(r"\b(?:you|your|yourself|we need|let's|please|can|could|would|will)\b|[?!]", re.I)
+# ... or when what follows the name's comma is a clause of its own ("Ana, order more tubes.", "Ben, the
+# boxes go upstairs."), not an apposition that answers "who?" ("Tomasz, from accounts.", "Ana, the new
+# nurse.") or a list of names ("Ana, Ben and Carl are here."): at least three words, the first no
+# preposition, conjunction or capitalised name, and a phrase opening with a determiner has a verb.
+_OPENING = re.compile(r"(?:^|(?<=[.!?;])\s+)" + _N + r",\s+(?P<rest>[^.!?;]+)")
+_NOT_A_CLAUSE = re.compile(r"^(?:from|of|at|in|on|with|for|by|and|or|but|nor|plus|who|which|whose|too)\b", re.I)
+_NOUN_PHRASE = re.compile(r"^(?:the|a|an|our|my|your|his|her|their)\b", re.I)  # a clause when a verb follows
+_VERB = re.compile(
+    r"\b(?:is|are|was|were|be|has|have|had|will|can|could|should|must|need|needs|goes|go|went|comes|came|"
+    r"stays|leaves|left|arrives|arrived|starts|closes|opens)\b|'s\b|'re\b",
+    re.I,
+)
 _DESCRIPTION = re.compile(  # what a name said with "I'm X" / "this is X" goes on to say about the person
     r"^\s*,?\s*(?:(?:and )?(?:he|she|they|i)(?:'s|'m| is| are| am)\s+(?P<is>[^.!?;,]+)|"
     r"(?:and )?(?:he|she|they|i) (?P<verb>[a-z]+s?)\s+(?P<rest>[^.!?;,]+)|"
@@ -186,6 +198,14 @@ def _relation_before(text: str, start: int) -> str:
     return f"is the {found.group(1).lower()} of {SPEAKER}" if found else ""
 
 
+def _opens_a_clause(rest: str, cased: bool) -> bool:
+    """What follows "Name," is a clause said to that person (see _OPENING)."""
+    words = rest.split()
+    if len(words) < 3 or _NOT_A_CLAUSE.match(rest) or (_NOUN_PHRASE.match(rest) and not _VERB.search(rest)):
+        return False
+    return not (cased and words[0][0].isupper() and words[0] != "I" and not is_common_word(words[0]))
+
+
 def find_mentions(text: str, cased: bool | None = None) -> list[Mention]:
     """Each person name the line says, once, in its strongest role (self, introduced, addressed,
     mentioned, in that order); names said without a cue word are not returned (the model reads those).
@@ -220,5 +240,8 @@ def find_mentions(text: str, cased: bool | None = None) -> list[Mention]:
             add(name, role, about)
     if _TO_SOMEONE.search(text):  # "Tomasz, from accounts." answers "who?": no one is spoken to
         for m in _VOCATIVE.finditer(text):
+            add(clean_name(m.group(1), cased), "addressed")
+    for m in _OPENING.finditer(text):
+        if _opens_a_clause(m.group("rest"), cased):
             add(clean_name(m.group(1), cased), "addressed")
     return [mention for _, mention in sorted(found.values(), key=lambda item: item[0])]
