@@ -21,6 +21,10 @@ from m3_memory.memorize.rules import RulesMemorizer
         ("my name's Wanjiru", [Mention("Wanjiru", "self")]),
         ("Olga here, can you hear me?", [Mention("Olga", "self")]),
         ("Hi, this is Mateus speaking.", [Mention("Mateus", "self")]),
+        ("Hello, this is Omar from the garage.", [Mention("Omar", "self")]),  # a caller's opening
+        ("Hi, it's Mei at reception.", [Mention("Mei", "self")]),
+        ("Hi Kenji, this is Amara from design.", [Mention("Amara", "introduced"), Mention("Kenji", "addressed")]),
+        ("This is Ben from accounts.", [Mention("Ben", "introduced")]),  # no greeting: presenting someone
         ("This is Ben, he fixes the bikes.", [Mention("Ben", "introduced", "fixes the bikes")]),
         ("this is ben he fixes the bikes", [Mention("Ben", "introduced", "fixes the bikes")]),
         ("Hamid is my brother.", [Mention("Hamid", "introduced", f"is the brother of {SPEAKER}")]),

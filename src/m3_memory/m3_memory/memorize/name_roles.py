@@ -62,6 +62,15 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
     ("self", re.compile(r"\b(?:calls?|called) me " + _N, re.I)),
     ("self", re.compile(r"\b(?:i'm|i am|im) " + _N + _END, re.I)),
     ("self", re.compile(r"\b(?:it's|this is|it is) " + _N + r",? (?:here|speaking|calling)\b", re.I)),
+    (  # a caller's or visitor's opening: "Hello, this is Omar from the garage", "Hi, it's Mei at reception"
+        "self",
+        re.compile(
+            r"(?:^|[.!?]\s+)(?:hello|hi|hey|good (?:morning|afternoon|evening)|yes|yeah)[,.!]?\s+(?:it's|this is|it is) "
+            + _N
+            + r",? (?:from|at|with|of)\b",
+            re.I,
+        ),
+    ),
     ("self", re.compile(r"(?:^|[.!?]\s+)" + _N + r" here\b(?!\s+(?:is|are|was)\b)", re.I)),
     ("introduced", re.compile(r"\b(?:this is|that's|that is|here's|here is) " + _REL + _N + _END, re.I)),
     ("introduced", re.compile(r"\b(?:meet|introduce|introducing)(?: you to)? " + _REL + _N + _END, re.I)),
