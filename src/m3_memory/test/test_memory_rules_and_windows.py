@@ -38,6 +38,13 @@ def test_names_in(transcript, own, others):
         ("I usually drink coffee with my breakfast", ["<voice_1> usually drinks coffee with their breakfast."]),
         ("my favourite colour is blue", ["The favourite colour of <voice_1> is blue."]),
         ("I am allergic to peanuts", ["<voice_1> is allergic to peanuts."]),
+        ("I walk my dog before school.", ["<voice_1> walks their dog before school."]),  # any verb, and "my"
+        ("I cycle from the other side of the river.", ["<voice_1> cycles from the other side of the river."]),
+        ("I teach maths to class seven.", ["<voice_1> teaches maths to class seven."]),
+        ("I carry my own cup.", ["<voice_1> carries their own cup."]),
+        ("I came by train today.", ["<voice_1> came by train today."]),  # a past stays a past
+        ("I just moved here from Lyon.", ["<voice_1> just moved here from Lyon."]),
+        ("I totally agree with my sister.", ["<voice_1> totally agrees with their sister."]),
         ("do I like tea?", []),
         ("I think so", []),
         ("the weather is nice", []),
