@@ -65,9 +65,8 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
     (  # a caller's or visitor's opening: "Hello, this is Omar from the garage", "Hi, it's Mei at reception"
         "self",
         re.compile(
-            r"(?:^|[.!?]\s+)(?:hello|hi|hey|good (?:morning|afternoon|evening)|yes|yeah)[,.!]?\s+(?:it's|this is|it is) "
-            + _N
-            + r",? (?:from|at|with|of)\b",
+            r"(?:^|[.!?]\s+)(?:hello|hi|hey|good (?:morning|afternoon|evening)|yes|yeah)[,.!]?\s+"
+            r"(?:it's|this is|it is) " + _N + r",? (?:from|at|with|of)\b",
             re.I,
         ),
     ),
