@@ -1,8 +1,8 @@
 """The fact reader on the real embedded model (llama.cpp serving Qwen2.5-Coder-1.5B, as `--llm
 embedded` runs it): statements the rules cannot read ("hangs by", "stuck … on") are read, so the newer
-statement supersedes them in memory; questions, negations, corrections and other things supersede
-nothing. The pairs are phrasings of the rules' held-out set (src/m3_memory/test/test_fact_changes.py),
-none of them in the reader's prompt."""
+statement supersedes them in memory, and a newer statement only the model reads replaces an older one;
+questions, negations, corrections and other things supersede nothing. The pairs are phrasings of the
+rules' held-out set (src/m3_memory/test/test_fact_changes.py), none of them in the reader's prompt."""
 
 from __future__ import annotations
 
@@ -63,6 +63,23 @@ def test_memory_marks_an_older_statement_only_the_model_can_read(tmp_path, reade
         memory.ingest(_said(1, "I moved the dog leash into the garage."))
         older = next(n for n in memory.graph.text.values() if "front door" in n.text and n.kind == "episodic")
         newer = next(n for n in memory.graph.text.values() if "garage" in n.text and n.kind == "episodic")
+        assert older.superseded_by == (newer.node_id if with_model else "")
+        assert memory.fact_reader_failures == 0
+    finally:
+        memory.close()
+
+
+@pytest.mark.parametrize("with_model", [True, False])
+def test_memory_marks_an_older_statement_replaced_by_one_only_the_model_can_read(tmp_path, reader, with_model):
+    """The newer statement is the one the rules read nothing in ("hangs by"): it is sent to the model
+    because it names a place (fact_changes.may_state_fact), and the model's reading replaces the older."""
+    memory = Memory.open(str(tmp_path / "m"), fact_reader=reader if with_model else None)
+    try:
+        memory.ingest(_said(0, "I put the umbrella in the hall cupboard."))
+        memory.ingest(_said(1, "The umbrella hangs by the back door now."))
+        older = next(n for n in memory.graph.text.values() if "cupboard" in n.text and n.kind == "episodic")
+        newer = next(n for n in memory.graph.text.values() if "back door" in n.text and n.kind == "episodic")
+        assert facts_of(newer.text) == []  # the rules alone see nothing to compare
         assert older.superseded_by == (newer.node_id if with_model else "")
         assert memory.fact_reader_failures == 0
     finally:

@@ -120,16 +120,22 @@ class Memory:
         return search_text(self.embedder.embed([query])[0], top_k, robot_id)
 
     def _read_facts(self, drafts, vectors: np.ndarray, clip_index: int) -> dict:
-        """What the model reads in the statements supersession compares (graph.texts_to_read); one it
-        cannot read is left to the rules, and said so."""
-        readings = {}
-        for text in self.graph.texts_to_read(drafts, vectors):
+        """What the model reads in the statements supersession compares: the clip's new statements
+        (graph.statements_to_read), then the older memories near those that state a fact
+        (graph.older_to_read)."""
+        readings: dict = {}
+        self._read_into(readings, self.graph.statements_to_read(drafts), clip_index)
+        self._read_into(readings, self.graph.older_to_read(drafts, vectors, readings), clip_index)
+        return readings
+
+    def _read_into(self, readings: dict, texts: list[str], clip_index: int) -> None:
+        """readings[text] = what the model reads in it; one it cannot read is left to the rules, and said so."""
+        for text in texts:
             try:
                 readings[text] = self.fact_reader.facts(text)
             except FactReaderError as error:
                 self.fact_reader_failures += 1
                 log.warning("clip %d: fact reader: %r not read (%s); the rules read it", clip_index, text[:80], error)
-        return readings
 
     @property
     def next_clip_index(self) -> int:

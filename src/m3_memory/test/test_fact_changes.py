@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from m3_memory.graph.fact_changes import Fact, fact_key, facts_of, supersedes
+from m3_memory.graph.fact_changes import Fact, fact_key, facts_of, may_state_fact, supersedes
 
 
 def replaces(old_text: str, new_text: str) -> bool:
@@ -292,3 +292,21 @@ def test_fact_key_groups_facts_that_can_supersede() -> None:
         pairs = [(n, o) for n in facts_of(new) for o in facts_of(old) if supersedes(n, o)]
         assert all(fact_key(n) == fact_key(o) for n, o in pairs)
         assert bool(pairs) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The umbrella hangs by the back door.", True),  # a place the rules read nothing in
+        ('<voice_2> says: "the choir rehearses on Wednesday evening"', True),  # a time
+        ('<voice_1> says: "my scooter is chained in the courtyard"', True),
+        ('<voice_1> says: "the dentist is at 4 pm"', True),
+        ('<voice_1> says: "where did you hang the umbrella?"', False),  # a question states nothing
+        ('<voice_1> says: "the umbrella is not by the door"', False),  # nor a negation
+        ('<voice_1> says: "if it rains, leave it by the door"', False),  # nor a hypothetical
+        ('<voice_2> says: "Thanks, it is nice to be here."', False),  # no place, no time
+        ("<face_1> is seen.", False),
+    ],
+)
+def test_a_statement_the_rules_miss_may_still_state_a_fact(text: str, expected: bool) -> None:
+    assert may_state_fact(text) is expected

@@ -73,3 +73,32 @@ def test_the_parameter_chooses_the_reader():
         make_fact_reader({"fact_reader": "model"}, None)
     with pytest.raises(ValueError, match="'auto', 'rules' or 'model'"):
         make_fact_reader({"fact_reader": "llm"}, model)
+
+
+def test_a_new_statement_the_rules_read_nothing_in_is_sent_and_its_reading_supersedes(tmp_path, embedder):
+    """A new memory the rules find no fact in but that names a place goes to the reader first, and the
+    older memories near what it read follow; what the reader reads there is compared as the rules'
+    facts are. (Which texts are sent, and what is done with a reading: the model itself is in the root
+    test/test_llm_fact_reader.py.)"""
+    sent: list[str] = []
+
+    def post(body: dict) -> str:
+        text = body["messages"][1]["content"]
+        sent.append(text)
+        if "hangs by" in text:
+            return '{"kind": "place", "thing": "umbrella", "value": "by the back door"}'
+        if "umbrella" in text:
+            return '{"kind": "place", "thing": "umbrella", "value": "in the hall cupboard"}'
+        return '{"kind": "none", "thing": "", "value": ""}'
+
+    memory = Memory.open(str(tmp_path / "m"), embedder)
+    memory.fact_reader = ModelFactReader(post, "test-model")
+    try:
+        memory.ingest(clip(0, voices=[voice("voice_1", 10, 13, "I put the umbrella in the hall cupboard")]))
+        memory.ingest(clip(1, voices=[voice("voice_2", 40, 43, "The umbrella hangs by the back door now")]))
+        assert any("hangs by" in t for t in sent)  # the rules read nothing in it: it is sent all the same
+        cupboard = next(n for n in memory.graph.text.values() if "hall cupboard" in n.text and n.kind == "episodic")
+        back_door = next(n for n in memory.graph.text.values() if "back door" in n.text and n.kind == "episodic")
+        assert cupboard.superseded_by == back_door.node_id and memory.fact_reader_failures == 0
+    finally:
+        memory.close()

@@ -265,6 +265,30 @@ def reading(kind: str, thing: str, value: str) -> Fact | None:
     return Fact(subject, LOCATION, place) if place else None
 
 
+_PLACE_CUE = re.compile(rf"(?i)\b(?:{_PREPS})\s+(?:the|a|an|my|our|his|her|their|your|[\w]+'s)\s+\w")
+_TIME_CUE = re.compile(rf"(?i)\b(?:{_DAY_PHRASE}|{_CLOCK})\b")
+
+
+def may_state_fact(text: str) -> bool:
+    """Whether a memory the rules read no fact in may still state one for a model reader: a clause that is
+    no question, negation or hypothetical, of at least four words, with a place ("by the front door") or a
+    time ("on Tuesday", "at 3 pm") in it ("The dog leash hangs by the front door.", "the book club meets
+    on Tuesday"). Cheap, and meant to be wide: the model decides what the clause states."""
+    text = re.sub(r"[\"“”]", "", _TAG.sub("someone", text))
+    for sentence in _SENTENCE.findall(text):
+        sentence = sentence.strip()
+        sentence = _REPORTED.sub("", sentence.rstrip(".!;"), count=1)
+        if not sentence or sentence.endswith("?") or _HYPOTHETICAL.search(sentence):
+            continue  # "if it rains, leave it by the door": the whole sentence is a hypothetical
+        for clause in _CLAUSE.split(sentence):
+            clause = _FILLER.sub("", clause.strip())
+            if len(clause.split()) < 4 or _QUESTION_START.match(clause) or _NEGATION.search(clause):
+                continue
+            if _PLACE_CUE.search(clause) or _TIME_CUE.search(clause):
+                return True
+    return False
+
+
 def worth_reading(new_facts: list[Fact], old_text: str, old_facts: list[Fact]) -> bool:
     """Whether an older memory near a new statement should be read again by a model reader: the rules
     read the same thing in it, or read nothing but it names the new fact's thing (its last word, e.g.

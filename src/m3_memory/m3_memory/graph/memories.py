@@ -11,13 +11,14 @@ import time
 import numpy as np
 
 from m3_memory.graph.backend import StoreWriter
-from m3_memory.graph.fact_changes import Fact, facts_of, supersedes, worth_reading
+from m3_memory.graph.fact_changes import Fact, facts_of, may_state_fact, supersedes, worth_reading
 from m3_memory.graph.records import KIND_EPISODIC, KIND_SEMANTIC, ClipEvidence, MemoryDraft, Place, TextNode
 from m3_memory.graph.tags import kind_of, seq_of, tags_in
 from m3_memory.place.poses import MAX_PATH_SAMPLES, downsample
 
 FACT_NEIGHBOURS = 50  # older memories a new statement is compared with (its nearest by meaning)
 READ_OLDER = 3  # of those, at most this many are read again by a model reader (the nearest first)
+READ_UNRULED = 3  # new memories a clip sends a model reader that the rules read no fact in (may_state_fact)
 
 
 class MemoriesMixin:
@@ -87,10 +88,10 @@ class MemoriesMixin:
         true and the memory that replaced them. Candidates are the new memory's nearest older memories by
         meaning (two statements about one thing are close), so nothing is indexed at load and a clip costs
         one index search per memory that states a fact. readings: text -> facts a model read before the
-        clip was applied (texts_to_read); the rules read every other text."""
+        clip was applied (statements_to_read, older_to_read); the rules read every other text."""
 
-        rule_facts = facts_of(node.text)  # the rules pick the statements compared, as texts_to_read does
-        if not rule_facts or not (new_facts := readings.get(node.text, rule_facts)):
+        new_facts = readings[node.text] if node.text in readings else facts_of(node.text)
+        if not new_facts:
             return
         for old in self._older_near(node.start_ns, vector, node.node_id):
             earlier_facts = readings[old.text] if old.text in readings else facts_of(old.text)
@@ -108,20 +109,30 @@ class MemoriesMixin:
             near.append(old)
         return near
 
-    def texts_to_read(self, drafts: list[MemoryDraft], vectors: np.ndarray) -> list[str]:
-        """The statements a model reader reads before a clip is applied (memorize/fact_reader.py): each
-        draft the rules find a fact in, and up to READ_OLDER older memories near it that the rules read
-        as the same thing, or read nothing in but that name its thing (fact_changes.worth_reading)."""
+    @staticmethod
+    def statements_to_read(drafts: list[MemoryDraft]) -> list[str]:
+        """The new statements a model reader reads first (memorize/fact_reader.py): each draft the rules
+        find a fact in, and up to READ_UNRULED that the rules read nothing in but may state one
+        ("the dog leash hangs by the front door": fact_changes.may_state_fact)."""
+        ruled = [d.text for d in drafts if facts_of(d.text)]
+        unruled = [d.text for d in drafts if not facts_of(d.text) and may_state_fact(d.text)]
+        return list(dict.fromkeys(ruled + unruled[:READ_UNRULED]))
+
+    def older_to_read(
+        self, drafts: list[MemoryDraft], vectors: np.ndarray, readings: dict[str, list[Fact]]
+    ) -> list[str]:
+        """The older memories a model reader reads next: for each new statement with a fact (the model's
+        reading, else the rules'), up to READ_OLDER of its nearest older memories that the rules read as the
+        same thing, or read nothing in but that name its thing (fact_changes.worth_reading)."""
         texts: list[str] = []
         with self.lock:
             for draft, vector in zip(drafts, vectors, strict=True):
-                new_facts = facts_of(draft.text)
+                new_facts = readings[draft.text] if draft.text in readings else facts_of(draft.text)
                 if not new_facts:
                     continue
-                texts.append(draft.text)
                 near = self._older_near(draft.start_ns, vector)
                 older = [old.text for old in near if worth_reading(new_facts, old.text, facts_of(old.text))]
-                texts += older[:READ_OLDER]
+                texts += [text for text in older[:READ_OLDER] if text not in readings]
         return list(dict.fromkeys(texts))
 
     def _semantic_candidates(self, about: frozenset[str]) -> list[str]:

@@ -281,7 +281,8 @@ class MemoryGraph(PeopleMixin, ThingsMixin, MemoriesMixin):
     ) -> ClipOutcome:
         """Write one clip atomically. `mapped` maps perception ids to memory ids ("" = create),
         `new_entities` lists the perception ids to create, in creation order; readings: statement -> the
-        facts a model read in it (texts_to_read), for supersession; the rules read every other statement."""
+        facts a model read in it (statements_to_read, older_to_read), for supersession; the rules read every
+        other statement."""
         with self.ingest_lock, self.lock:
             if self.reload_needed:  # an earlier failed clip could not be undone then: rebuild first
                 self._load()
