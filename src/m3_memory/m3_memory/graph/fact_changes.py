@@ -168,12 +168,11 @@ def _fact_in(clause: str) -> Fact | None:
     return None
 
 
-def facts_of(text: str) -> list[Fact]:
-    """The facts a memory text states (usually 0 or 1; one per clause). Entity tags like <voice_1>, <person_2>
-    and the 'X says:' prefix and quotes are ignored; case-insensitive."""
-    text = _TAG.sub("someone", text)
-    text = re.sub(r"[\"“”]", "", text)
-    facts: list[Fact] = []
+def _statement_clauses(text: str):
+    """(sentence, clause) for each clause of a memory text that may state something: entity tags, quotes,
+    the 'X says:' prefix and fillers removed; questions and negations left out (hypotheticals are the
+    caller's: facts_of judges them per clause, may_state_fact per sentence)."""
+    text = re.sub(r"[\"“”]", "", _TAG.sub("someone", text))
     for sentence in _SENTENCE.findall(text):
         sentence = sentence.strip()
         if not sentence or sentence.endswith("?"):
@@ -181,13 +180,18 @@ def facts_of(text: str) -> list[Fact]:
         sentence = _REPORTED.sub("", sentence.rstrip(".!;"), count=1)
         for clause in _CLAUSE.split(sentence):
             clause = _FILLER.sub("", clause.strip())
-            if not clause or _QUESTION_START.match(clause) or _NEGATION.search(clause):
-                continue
-            if _HYPOTHETICAL.search(clause):
-                continue
-            fact = _fact_in(clause)
-            if fact is not None and fact not in facts:
-                facts.append(fact)
+            if clause and not _QUESTION_START.match(clause) and not _NEGATION.search(clause):
+                yield sentence, clause
+
+
+def facts_of(text: str) -> list[Fact]:
+    """The facts a memory text states (usually 0 or 1; one per clause). Entity tags like <voice_1>, <person_2>
+    and the 'X says:' prefix and quotes are ignored; case-insensitive."""
+    facts: list[Fact] = []
+    for _, clause in _statement_clauses(text):
+        fact = None if _HYPOTHETICAL.search(clause) else _fact_in(clause)
+        if fact is not None and fact not in facts:
+            facts.append(fact)
     return facts
 
 
@@ -274,19 +278,12 @@ def may_state_fact(text: str) -> bool:
     no question, negation or hypothetical, of at least four words, with a place ("by the front door") or a
     time ("on Tuesday", "at 3 pm") in it ("The dog leash hangs by the front door.", "the book club meets
     on Tuesday"). Cheap, and meant to be wide: the model decides what the clause states."""
-    text = re.sub(r"[\"“”]", "", _TAG.sub("someone", text))
-    for sentence in _SENTENCE.findall(text):
-        sentence = sentence.strip()
-        sentence = _REPORTED.sub("", sentence.rstrip(".!;"), count=1)
-        if not sentence or sentence.endswith("?") or _HYPOTHETICAL.search(sentence):
-            continue  # "if it rains, leave it by the door": the whole sentence is a hypothetical
-        for clause in _CLAUSE.split(sentence):
-            clause = _FILLER.sub("", clause.strip())
-            if len(clause.split()) < 4 or _QUESTION_START.match(clause) or _NEGATION.search(clause):
-                continue
-            if _PLACE_CUE.search(clause) or _TIME_CUE.search(clause):
-                return True
-    return False
+    return any(
+        len(clause.split()) >= 4
+        and not _HYPOTHETICAL.search(sentence)  # "if it rains, leave it by the door": all of it hypothetical
+        and (_PLACE_CUE.search(clause) or _TIME_CUE.search(clause))
+        for sentence, clause in _statement_clauses(text)
+    )
 
 
 def worth_reading(new_facts: list[Fact], old_text: str, old_facts: list[Fact]) -> bool:

@@ -114,8 +114,12 @@ class MemoriesMixin:
         """The new statements a model reader reads first (memorize/fact_reader.py): each draft the rules
         find a fact in, and up to READ_UNRULED that the rules read nothing in but may state one
         ("the dog leash hangs by the front door": fact_changes.may_state_fact)."""
-        ruled = [d.text for d in drafts if facts_of(d.text)]
-        unruled = [d.text for d in drafts if not facts_of(d.text) and may_state_fact(d.text)]
+        ruled, unruled = [], []
+        for draft in drafts:
+            if facts_of(draft.text):
+                ruled.append(draft.text)
+            elif may_state_fact(draft.text):
+                unruled.append(draft.text)
         return list(dict.fromkeys(ruled + unruled[:READ_UNRULED]))
 
     def older_to_read(
