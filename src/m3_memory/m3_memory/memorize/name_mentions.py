@@ -61,10 +61,11 @@ class Turns:
         """The clip's id for the person of a label (a label of its own when alone)."""
         return self.group.get(label, label)
 
-    def whose(self, line: int, role: str, listener: str | None = None) -> str | None:
+    def whose(self, line: int, role: str, listener: str | None = None, answering: bool | None = None) -> str | None:
         """The label id the name said in `line` (1-based) in `role` belongs to; None when the turns
         cannot tell (an uncertain speaker; nobody else talks, is seen or is in the clip; several
-        people are seen and none talks), and for `mentioned` (someone absent)."""
+        people are seen and none talks), and for `mentioned` (someone absent). `answering`: whether
+        the words answer the previous speaker (None: whether the line opens as an answer does)."""
         if not 1 <= line <= len(self.speakers) or role not in ROLES or role == "mentioned":
             return None
         i = line - 1
@@ -78,7 +79,7 @@ class Turns:
         after = [j for j in range(i + 1, len(self.speakers)) if not self._late(i, j)]
         before = list(range(i - 1, -1, -1))
         order = (after, before)
-        if role == "addressed" and self._responds(i):  # answered: the one who talked just before
+        if role == "addressed" and (self._responds(i) if answering is None else answering):  # the one just before
             order = ([j for j in before if not self._late(j, i)], after, before)
         for candidates in order:
             found = next((j for j in candidates if self.person(self.speakers[j]) not in excluded), None)

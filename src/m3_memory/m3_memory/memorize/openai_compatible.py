@@ -13,8 +13,9 @@ evidence into names, semantic facts and episodic events.
   is kept only if it was said on that line (a small model copies names from its prompt's
   examples); each is one vote for the person's name. Names of the clip's people in the model's
   facts are written as their labels, so a fact follows its person when a misheard name is
-  outvoted later; what an introduction says about its person is added from the cue words, and a
-  model fact that says the same of someone else is dropped.
+  outvoted later; what an introduction says about its person is added from the cue words, what a
+  line says about the one it is said to from the turns (listener_facts), and a model fact that says
+  the same of someone else is dropped.
 - With `verbatim` (default) who was seen, every utterance and perception's equivalences are stored
   as they are (as the rules memorizer does) and the model writes only what needs understanding:
   a short reply is what makes a small model on 2 cores keep up with the stream.
@@ -42,6 +43,7 @@ from m3_memory.graph.tags import TAG_RE, tags_in
 from m3_memory.memorize.clip_prompt import MODEL_ROLES, ClipView, add_images, describe, reply_schema
 from m3_memory.memorize.grounding import WORD_RE, copied, grounded
 from m3_memory.memorize.json_reply import first_json_object, response_format
+from m3_memory.memorize.listener_facts import listener_facts
 from m3_memory.memorize.name_mentions import cue_facts, cue_mentions, labelled_text, merge_mentions, resolve_mentions
 from m3_memory.memorize.name_roles import clean_name
 from m3_memory.memorize.rules import RulesMemorizer
@@ -311,7 +313,7 @@ class OpenAIMemorizer:
             written = [(kind, t) for kind, t in written if not copied(t, view.transcripts)]
         relabel = _labels_by_name([*names, *view.known.items()], view.turns.group)
         lines = [(kind, labelled_text(t, relabel)) for kind, t in written]
-        facts = [fact for _, fact in cue_facts(view.turns, cues, placed)]
+        facts = [fact for _, fact in cue_facts(view.turns, cues, placed) + listener_facts(view.turns)]
         lines = [(kind, t) for kind, t in lines if not _said_of_another(t, facts)]
         lines += [(KIND_SEMANTIC, f"<{label}> is called {name}.") for label, name in names]
         lines += [(KIND_SEMANTIC, fact) for fact in facts]

@@ -5,7 +5,8 @@ written text seen (memorize.seen).
 Semantic: face↔voice equivalences from EntityMatch evidence, names read by name_roles' cue words
 (self, introduced, addressed; a `mentioned` name names nobody) and placed by the turns
 (name_mentions, the same placement the model memorizer uses), what an introduction says about its
-person, and facts people state about themselves (a restated fact reinforces the stored one).
+person, facts people state about themselves (a restated fact reinforces the stored one) and about the one
+they speak to (listener_facts: "I know you hate mushrooms").
 A line without a voice id (speaker uncertain) is stored as said and gives no name and no fact.
 """
 
@@ -24,25 +25,12 @@ from m3_memory.graph.records import (
 )
 from m3_memory.graph.tags import kind_of
 from m3_memory.memorize.clip_prompt import describe
+from m3_memory.memorize.english import is_adverb, third_person
+from m3_memory.memorize.listener_facts import listener_facts
 from m3_memory.memorize.name_mentions import cue_facts, cue_mentions, resolve_mentions
 from m3_memory.memorize.name_roles import find_mentions
 from m3_memory.memorize.seen import seen_drafts
 
-PRESENT_VERBS = frozenset(
-    """like love hate prefer enjoy want need have live work drink eat own play keep go do read watch use drive take
-    wear cook study teach know remember usually""".split()
-)
-ADVERBS = frozenset(
-    "usually always often never really also sometimes normally still just only even already rarely mostly".split()
-)
-# Words after "I" that are no present-tense verb to put in the third person: pasts that do not end in
-# -ed, and verbs whose present and past are one word ("I put the keys..." stays "put").
-NOT_PRESENT = frozenset(
-    """came went got had made took saw said told left found thought bought brought ate drank drove rode wrote ran
-    sat met lost won gave knew felt kept slept paid sold spent heard put read cut let set hit quit shut began
-    became forgot broke chose flew grew hung held lent lay led meant sent shot spoke stood stole swam taught
-    threw understood woke wore""".split()
-)
 FACT_OBJECT_STARTS = frozenset("a an from allergic married vegetarian vegan".split())
 UNCLEAR = "Someone (voice unclear)"  # the speaker of a line without a voice id
 
@@ -57,29 +45,6 @@ def names_in(transcript: str) -> tuple[list[str], list[str]]:
 def vocatives_in(transcript: str) -> list[str]:
     """Names the speaker calls out to someone ("thanks carol. do you ..."): they name the next speaker."""
     return [m.name for m in find_mentions(transcript) if m.role == "addressed"]
-
-
-def _is_adverb(word: str) -> bool:
-    """ "usually", "totally": an adverb before the verb ("I totally agree"), not the verb itself."""
-    word = word.lower()
-    return word in ADVERBS or (word.endswith("ly") and word not in ("apply", "reply", "rely", "fly", "supply"))
-
-
-def _third_person(verb: str) -> str:
-    """ "walk" -> "walks" after a third-person subject (English's regular -s/-es/-ies); pasts and words
-    already inflected stay as they are."""
-    verb_l = verb.lower()
-    if verb_l == "have":
-        return "has"
-    regular = verb_l not in NOT_PRESENT and len(verb_l) > 1 and verb_l.isalpha()
-    inflected = verb_l.endswith(("ed", "ing")) or (verb_l.endswith("s") and not verb_l.endswith("ss"))
-    if verb_l not in PRESENT_VERBS and not (regular and not inflected):
-        return verb_l
-    if verb_l.endswith(("sh", "ch", "x", "z", "o", "ss")):
-        return verb_l + "es"
-    if verb_l.endswith("y") and verb_l[-2] not in "aeiou":
-        return verb_l[:-1] + "ies"
-    return verb_l + "s"
 
 
 def _reflect(rest: str) -> str:
@@ -106,10 +71,10 @@ def self_facts(transcript: str, speaker_tag: str) -> list[str]:
                 if first.lower() == "am" and second and second.lower() in FACT_OBJECT_STARTS:
                     facts.append(f"{speaker_tag} is {second.lower()} {_reflect(rest)}.")
                 continue
-            if _is_adverb(first) and second:
-                text = f"{speaker_tag} {first.lower()} {_third_person(second)} {_reflect(rest)}"
+            if is_adverb(first) and second:
+                text = f"{speaker_tag} {first.lower()} {third_person(second)} {_reflect(rest)}"
             else:
-                text = f"{speaker_tag} {_third_person(first)} {_reflect(f'{second} {rest}' if second else rest)}"
+                text = f"{speaker_tag} {third_person(first)} {_reflect(f'{second} {rest}' if second else rest)}"
             facts.append(text.strip() + ".")
             continue
         match = re.match(r"^i'm (\w+)\s+(.+)$", clause, flags=re.IGNORECASE)
@@ -174,7 +139,7 @@ class RulesMemorizer:
         turns = describe(clip, ids, person_of, lambda e: "", self.min_confidence, self.min_evidence).turns
         cues = cue_mentions(turns) if self.understand else []
         placed = resolve_mentions(turns, [(line, name, role) for line, name, role, _ in cues])
-        facts = cue_facts(turns, cues, placed)
+        facts = cue_facts(turns, cues, placed) + (listener_facts(turns) if self.understand else [])
         for number, voice in enumerate(voices, 1):
             tag = ids.get(voice.voice_id, "")
             text = voice.transcript.strip()
