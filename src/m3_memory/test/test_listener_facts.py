@@ -108,3 +108,9 @@ def test_the_rules_memorizer_stores_them_about_the_listener() -> None:
     texts = [d.text for d in out.drafts]
     assert "<voice_1> can open the shop on Tuesdays." in texts
     assert not any("<voice_2> can open" in t for t in texts)
+
+
+def test_a_statement_about_you_is_no_fact_about_the_speaker() -> None:
+    from m3_memory.memorize.rules import self_facts
+
+    assert self_facts("I know you hate onions. I bake on Sundays.", "<voice_1>") == ["<voice_1> bakes on Sundays."]

@@ -67,6 +67,8 @@ def self_facts(transcript: str, speaker_tag: str) -> list[str]:
         match = re.match(r"^i (\w+)(?: (\w+))?\s+(.+)$", clause, flags=re.IGNORECASE)
         if match:
             first, second, rest = match.group(1), match.group(2), match.group(3)
+            if second and second.lower() in ("you", "your", "you're"):
+                continue  # "I know you hate onions" is about the listener (listener_facts)
             if first.lower() in ("am", "was", "will", "would", "could", "should", "can", "think", "guess", "mean"):
                 if first.lower() == "am" and second and second.lower() in FACT_OBJECT_STARTS:
                     facts.append(f"{speaker_tag} is {second.lower()} {_reflect(rest)}.")
