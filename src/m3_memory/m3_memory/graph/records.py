@@ -92,6 +92,14 @@ class MatchEvidence:
     id2_type: int = MATCH_UNSET
 
 
+PEOPLE_LABELS = frozenset({"person"})  # detector classes that are people, not things (faces and voices are)
+
+
+def label_of(label: str) -> str:
+    """A detector class as memory writes it: lower case, single spaces ("Wine  glass" -> "wine glass")."""
+    return " ".join(label.lower().split())
+
+
 @dataclass
 class ObjectEvidence:
     """One object in one camera image (ObjectTrack inside ObjectTracks); object_id is perception's track id."""

@@ -15,9 +15,16 @@ A mixin of MemoryGraph, which owns the state these methods read and change.
 from __future__ import annotations
 
 from m3_memory.graph.backend import StoreWriter
-from m3_memory.graph.records import KIND_OBJECT, KIND_TEXT, ClipEvidence, EntityRecord, Sighting
+from m3_memory.graph.records import (
+    KIND_OBJECT,
+    KIND_TEXT,
+    PEOPLE_LABELS,
+    ClipEvidence,
+    EntityRecord,
+    Sighting,
+    label_of,
+)
 from m3_memory.graph.tags import thing_key
-from m3_memory.memorize.holders import PEOPLE_LABELS, label_of
 
 
 def thing_keys(clip: ClipEvidence) -> dict[str, int]:

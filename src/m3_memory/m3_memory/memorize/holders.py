@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from m3_memory.graph.records import ClipEvidence
+from m3_memory.graph.records import PEOPLE_LABELS, ClipEvidence, label_of
 
 Box = tuple[float, float, float, float]  # x, y, width, height [px]
-PEOPLE_LABELS = frozenset({"person"})
 MIN_FRAMES = 2  # images in a row a new holder (or none) must hold before it counts
 # Faces and objects are found by different workers, which may each skip images: the faces of the image
 # nearest in time, within this, stand for the object's image.
@@ -35,11 +34,6 @@ class HolderEvent:
     label: str
     kind: str
     stamp_ns: int
-
-
-def label_of(label: str) -> str:
-    """A detector class as memory writes it: lower case, single spaces ("Wine  glass" -> "wine glass")."""
-    return " ".join(label.lower().split())
 
 
 def _centre(box: Box) -> tuple[float, float]:

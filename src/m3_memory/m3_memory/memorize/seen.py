@@ -15,9 +15,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from m3_memory.graph.records import KIND_EPISODIC, KIND_OBJECT, KIND_TEXT, ClipEvidence, MemoryDraft, TextEvidence
+from m3_memory.graph.records import (
+    KIND_EPISODIC,
+    KIND_OBJECT,
+    KIND_TEXT,
+    PEOPLE_LABELS,
+    ClipEvidence,
+    MemoryDraft,
+    TextEvidence,
+    label_of,
+)
 from m3_memory.graph.tags import thing_key
-from m3_memory.memorize.holders import PEOPLE_LABELS, holder_events, label_of
+from m3_memory.memorize.holders import holder_events
 
 NS = 1_000_000_000
 NEAR_NS = NS // 2  # a face seen this close to an object's sighting was in view with it

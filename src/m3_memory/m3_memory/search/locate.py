@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from m3_memory import errors
 from m3_memory.errors import MemoryApiError
 from m3_memory.graph.memory_graph import MemoryGraph
-from m3_memory.graph.records import KIND_OBJECT, KIND_PERSON, Sighting
+from m3_memory.graph.records import KIND_OBJECT, KIND_PERSON, Sighting, label_of
 from m3_memory.graph.tags import kind_of
-from m3_memory.memorize.holders import label_of
 
 MAX_SIGHTINGS = 100
 
