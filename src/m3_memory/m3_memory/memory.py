@@ -16,7 +16,7 @@ import numpy as np
 from m3_memory.graph.backend import MemoryBackend
 from m3_memory.graph.fact_changes import Fact
 from m3_memory.graph.memory_graph import GraphConfig, MemorizerOutput, MemoryGraph, usable_embedding
-from m3_memory.graph.records import KIND_FACE, KIND_VOICE, ClipEvidence, ClipRecord, MemoryDraft
+from m3_memory.graph.records import KIND_FACE, KIND_VOICE, ClipEvidence, ClipRecord, LineBefore, MemoryDraft
 from m3_memory.graph.things import thing_keys
 from m3_memory.memorize.fact_reader import FactReaderError
 from m3_memory.memorize.rules import RulesMemorizer
@@ -75,6 +75,7 @@ class Memory:
         self.search = MemorySearch(self.graph, embedder, search_config)
         self.fact_reader = fact_reader
         self.fact_reader_failures = 0  # statements the model could not read (the rules read them)
+        self._last_line: tuple[int, LineBefore] | None = None  # (clip index, its last line with a known voice)
 
     @classmethod
     def open(
@@ -152,6 +153,17 @@ class Memory:
             vectors = self.embedder.embed_batch(texts)
         return self.graph.add_episodic_bulk(clips, vectors)
 
+    @staticmethod
+    def _closing_line(clip: ClipEvidence, ids: dict[str, str]) -> tuple[int, LineBefore] | None:
+        """The clip's last line, which the next clip's first may answer (None: no line, or its speaker
+        uncertain)."""
+        said = [v for v in clip.voices if v.transcript.strip()]
+        if not said:
+            return None
+        last = max(said, key=lambda v: (v.end_ns, v.segment_id))
+        speaker = ids.get(last.voice_id, "")
+        return (clip.clip_index, LineBefore(speaker, last.transcript.strip(), last.end_ns)) if speaker else None
+
     def ingest(self, clip: ClipEvidence, memorizer: Memorizer | None = None, degraded: str = "") -> ClipRecord | None:
         """Memorise one clip; returns the stored clip (None when it held no evidence).
 
@@ -196,6 +208,9 @@ class Memory:
                     if pid not in ids and pid in graph.session_map:
                         ids[pid] = graph.session_map[pid]
             created = set(mapped[p] for p in new)
+            if self._last_line is not None and self._last_line[0] == clip.clip_index - 1:
+                clip.line_before = self._last_line[1]
+            self._last_line = self._closing_line(clip, ids)
             output = (memorizer or self.memorizer).memorize(
                 clip,
                 ids,

@@ -114,3 +114,32 @@ def test_a_statement_about_you_is_no_fact_about_the_speaker() -> None:
     from m3_memory.memorize.rules import self_facts
 
     assert self_facts("I know you hate onions. I bake on Sundays.", "<voice_1>") == ["<voice_1> bakes on Sundays."]
+
+
+def test_a_question_that_ended_the_previous_clip_is_answered_in_this_one() -> None:
+    from m3_memory.graph.records import LineBefore
+
+    clip = turns(("voice_3", "Yes, every Thursday."), ("voice_1", "Lovely."), starts=[31_000_000_000, 34_000_000_000])
+    clip.present = ["voice_3", "voice_1"]
+    clip.before = LineBefore("voice_1", "Tomas, are you still running the chess club?", 29_500_000_000)
+    assert listener_facts(clip) == [(1, "<voice_3> is still running the chess club.")]
+    clip.before = LineBefore("voice_2", "Can you drive me home?", 29_500_000_000)  # the asker is not in the clip
+    assert listener_facts(clip) == []
+    clip.before = LineBefore("voice_1", "Are you coming?", 10_000_000_000)  # too long before
+    assert listener_facts(clip) == []
+
+
+def test_the_memory_gives_a_clip_the_line_before_it(memory) -> None:
+    """Memory.ingest hands the previous clip's last line to the next clip: the answer in clip 1 to the
+    question that ended clip 0 is stored about the one who answered."""
+    from m3_memory.graph.records import ClipEvidence, VoiceEvidence
+
+    def line(who: str, start_s: float, text: str, n: int) -> VoiceEvidence:
+        return VoiceEvidence(who, int(start_s * 1e9), int((start_s + 2) * 1e9), text, 0.9, segment_id=n)
+
+    s = 1_000_000_000
+    first = [line("voice_1", 20, "I run the bakery.", 0), line("voice_2", 27, "Do you bake bread on Sundays?", 1)]
+    memory.ingest(ClipEvidence(0, 0, 30 * s, voices=first))
+    memory.ingest(ClipEvidence(1, 30 * s, 60 * s, voices=[line("voice_1", 30.5, "Yes, very early.", 2)]))
+    texts = [hit.text for hit in memory.search.search_node("bakes bread on Sundays", top_k=10)]
+    assert any(t.endswith("bakes bread on Sundays.") for t in texts), texts

@@ -123,6 +123,15 @@ class TextEvidence:
     stamp_ns: int
 
 
+@dataclass(frozen=True)
+class LineBefore:
+    """The last line heard before a clip: a question asked there may be answered in the clip."""
+
+    speaker: str  # memory id of its speaker (voice_N)
+    text: str  # what was said
+    end_ns: int  # when it ended (stream clock)
+
+
 @dataclass
 class ClipEvidence:
     """Everything perception reported inside one clip window."""
@@ -142,6 +151,8 @@ class ClipEvidence:
     path: list = field(default_factory=list)
     objects: list[ObjectEvidence] = field(default_factory=list)  # what perception's detector saw
     texts: list[TextEvidence] = field(default_factory=list)  # written text perception read
+    # context, not evidence of this clip: the previous clip's last line, set by the memory as it ingests
+    line_before: LineBefore | None = None
 
     def is_empty(self) -> bool:
         return not (self.faces or self.voices or self.matches or self.objects or self.texts)

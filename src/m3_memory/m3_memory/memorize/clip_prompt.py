@@ -126,7 +126,7 @@ def describe(
     lines.extend(describe_seen(clip, ids, t0))  # objects and written text
     if voices:
         lines.append("Speech:")
-    turns = Turns(group=dict(group), present=list(order))
+    turns = Turns(group=dict(group), present=list(order), before=clip.line_before)
     for number, voice in enumerate(voices, 1):
         speaker = ids.get(voice.voice_id, UNCERTAIN)  # no voice id: perception could not tell who
         others = [

@@ -134,7 +134,8 @@ def answered_fact(question: str, answer: str, asker: str, answerer: str) -> str 
 
 def listener_facts(turns: Turns) -> list[tuple[int, str]]:
     """(line, fact) for what the clip's lines say about the ones they are said to; a statement's fact is
-    on its own line, an answered question's on the answer's line."""
+    on its own line, an answered question's on the answer's line (also a question that ended the previous
+    clip, `Turns.before`)."""
     facts: list[tuple[int, str]] = []
     for i, text in enumerate(turns.texts):
         speaker = turns.speakers[i] if i < len(turns.speakers) else UNCERTAIN
@@ -150,7 +151,29 @@ def listener_facts(turns: Turns) -> list[tuple[int, str]]:
             elif (answer := _answer(turns, i, listener)) is not None:
                 if fact := answered_fact(clause, turns.texts[answer], speaker, listener):
                     facts.append((answer + 1, fact))
+    facts += _answered_across(turns)
     return list(dict.fromkeys(facts))
+
+
+def _answered_across(turns: Turns) -> list[tuple[int, str]]:
+    """The fact of a yes/no question that ended the previous clip, answered by the clip's first line (a
+    clip boundary falls inside the exchange). The asker is not always in this clip: facts naming them
+    are left out then."""
+    before = turns.before
+    if before is None or not turns.texts or turns.speakers[0] == UNCERTAIN:
+        return []
+    answerer = turns.speakers[0]
+    if turns.person(answerer) == turns.person(before.speaker):
+        return []
+    if turns.starts and turns.starts[0] - before.end_ns > TURN_ANSWER_NS:
+        return []
+    clauses = _clauses(before.text)
+    if not clauses or not clauses[-1][1]:
+        return []  # the line did not end with a question
+    fact = answered_fact(clauses[-1][0], turns.texts[0], before.speaker, answerer)
+    if fact is None or (f"<{before.speaker}>" in fact and before.speaker not in turns.present):
+        return []
+    return [(1, fact)]
 
 
 def _answer(turns: Turns, i: int, listener: str) -> int | None:

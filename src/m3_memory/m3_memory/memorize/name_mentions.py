@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from m3_memory.graph.records import LineBefore
 from m3_memory.memorize.name_roles import ROLES, SPEAKER, find_mentions, is_cased
 
 TURN_GAP_NS = 10_000_000_000  # an answer starting this long after the line no longer answers it
@@ -56,6 +57,7 @@ class Turns:
     starts: list[int] = field(default_factory=list)  # per line: start (ns); empty: times unknown
     ends: list[int] = field(default_factory=list)  # per line: end (ns)
     present: list[str] = field(default_factory=list)  # every label in the clip (the last resort below)
+    before: LineBefore | None = None  # the previous clip's last line (a question it asked may be answered here)
 
     def person(self, label: str) -> str:
         """The clip's id for the person of a label (a label of its own when alone)."""
