@@ -223,7 +223,12 @@ def test_serve_stops_its_server_when_it_ends(tmp_path, how):
     port = free_port()
     path = write_profile(tmp_path / "llm.yaml", embedded={"port": port, "log_file": str(tmp_path / "s.log")})
     serve = subprocess.Popen(
-        ["m3", "llm", "serve", "--llm-config", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        ["m3", "llm", "serve", "--llm-config", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # Ctrl-C as in a terminal, also when the tests themselves run as a background job (SIGINT ignored there)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         ready = json.loads(serve.stdout.readline() or "{}")

@@ -131,10 +131,15 @@ def test_a_staging_folder_left_by_a_kill_is_swept(tmp_path):
     assert not folder.exists() and kept.read_bytes() == b"whole"
 
 
+def sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_m3_memory_milvus_server_serves_until_ctrl_c(tmp_path):
     port = free_port()
     command = [shutil.which("m3"), "memory", "milvus-server", str(tmp_path / "fleet"), "--port", str(port)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    # Ctrl-C as in a terminal, also when the tests themselves run as a background job (SIGINT ignored there)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, preexec_fn=sigint_default)
     try:
         started = json.loads(process.stdout.readline())
         assert started["uri"] == f"http://127.0.0.1:{port}"
