@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 
 from m3_memory.memorize.english import ADVERBS, third_person
-from m3_memory.memorize.name_mentions import UNCERTAIN, Turns
+from m3_memory.memorize.name_mentions import TURN_GAP_NS, UNCERTAIN, Turns
 
 # A statement about "you" after these openings is the speaker's ("I know you hate mushrooms").
 _LEAD = re.compile(
@@ -35,7 +35,7 @@ _NOT_ONE = frozenset(
     "know see mean guess bet too two three both all guys lot people there here sure welcome kidding joking "
     "again first".split()
 )
-_MODALS = {"can": "can", "will": "will", "should": "should", "must": "must", "could": "could", "would": "would"}
+_MODALS = frozenset("can will should must could would".split())
 _NEGATED = {
     "can't": "cannot",
     "cannot": "cannot",
@@ -49,7 +49,6 @@ _IS_STARTS = frozenset("a an the from allergic married vegetarian vegan in on at
 YES = re.compile(r"^\W*(?:yes|yeah|yep|sure|of course|absolutely|definitely|certainly|i do|i am|i can|i will)\b", re.I)
 NO = re.compile(r"^\W*(?:no|nope|not really|i don't|i do not|i'm not|i am not|i can't|i cannot|i won't)\b", re.I)
 _QUESTION = re.compile(r"^(are|do|can|will|could|would|did|have)\s+you\s+(\w+)\s*(.*)$", re.I)
-TURN_ANSWER_NS = 10_000_000_000  # an answer later than this after the question no longer answers it
 
 
 def _reflect(rest: str, speaker: str, listener: str) -> str:
@@ -80,6 +79,7 @@ def _clauses(text: str) -> list[tuple[str, bool, bool]]:
         question, calls = sentence.endswith("?"), k > 0 and _CALL.match(sentence) is not None
         for clause in re.split(r",\s*(?:and|but|so)\s+", sentence.rstrip(".!?;")):
             if clause.strip():
+                # openings may stack: "So, Ines, I know you..." (lead, then the name's comma, then "I know")
                 out.append((_LEAD.sub("", _OPENING.sub("", _LEAD.sub("", clause.strip()))), question, calls))
     return out
 
@@ -99,7 +99,7 @@ def statement_fact(clause: str, speaker: str, listener: str) -> str | None:
     if first in _MODALS or first in _NEGATED:
         if second.lower() in _NOT_ONE:
             return None
-        verb = (_MODALS.get(first) or _NEGATED[first]) + " " + (second if first != "never" else third_person(second))
+        verb = _NEGATED.get(first, first) + " " + (second if first != "never" else third_person(second))
     elif first in ADVERBS:
         verb = f"{first} {third_person(second)}"
     elif re.fullmatch(r"[a-z]+", first) and not first.endswith("ing"):
@@ -137,8 +137,7 @@ def listener_facts(turns: Turns) -> list[tuple[int, str]]:
     on its own line, an answered question's on the answer's line (also a question that ended the previous
     clip, `Turns.before`)."""
     facts: list[tuple[int, str]] = []
-    for i, text in enumerate(turns.texts):
-        speaker = turns.speakers[i] if i < len(turns.speakers) else UNCERTAIN
+    for i, (speaker, text) in enumerate(zip(turns.speakers, turns.texts, strict=True)):
         if speaker == UNCERTAIN or not re.search(r"\byou", text, re.I):
             continue
         for clause, question, calls in _clauses(text):
@@ -165,7 +164,7 @@ def _answered_across(turns: Turns) -> list[tuple[int, str]]:
     answerer = turns.speakers[0]
     if turns.person(answerer) == turns.person(before.speaker):
         return []
-    if turns.starts and turns.starts[0] - before.end_ns > TURN_ANSWER_NS:
+    if turns.starts and turns.starts[0] - before.end_ns > TURN_GAP_NS:
         return []
     clauses = _clauses(before.text)
     if not clauses or not clauses[-1][1]:
@@ -181,8 +180,6 @@ def _answer(turns: Turns, i: int, listener: str) -> int | None:
     j = i + 1
     if j >= len(turns.texts) or turns.speakers[j] == UNCERTAIN:
         return None
-    if turns.person(turns.speakers[j]) != turns.person(listener):
-        return None
-    if turns.starts and turns.starts[j] - turns.ends[i] > TURN_ANSWER_NS:
+    if turns.person(turns.speakers[j]) != turns.person(listener) or turns.late(i, j):
         return None
     return j

@@ -78,11 +78,11 @@ class Turns:
         excluded = {self.person(self.speakers[i])}
         if role == "introduced" and listener is not None:
             excluded.add(self.person(listener))
-        after = [j for j in range(i + 1, len(self.speakers)) if not self._late(i, j)]
+        after = [j for j in range(i + 1, len(self.speakers)) if not self.late(i, j)]
         before = list(range(i - 1, -1, -1))
         order = (after, before)
         if role == "addressed" and (self._responds(i) if answering is None else answering):  # the one just before
-            order = ([j for j in before if not self._late(j, i)], after, before)
+            order = ([j for j in before if not self.late(j, i)], after, before)
         for candidates in order:
             found = next((j for j in candidates if self.person(self.speakers[j]) not in excluded), None)
             if found is not None and role == "addressed" and found > i and self._for_someone_else(found):
@@ -103,7 +103,7 @@ class Turns:
         """Line j answers in the third person ("she's asleep", "he left"): it speaks for the one called."""
         return bool(self.texts) and THIRD_PERSON.match(self.texts[j]) is not None
 
-    def _late(self, i: int, j: int) -> bool:
+    def late(self, i: int, j: int) -> bool:
         """Line j starts too long after line i to answer it (times known)."""
         return bool(self.starts) and self.starts[j] - self.ends[i] > TURN_GAP_NS
 
