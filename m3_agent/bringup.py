@@ -200,6 +200,7 @@ class GraphSnapshot:
     services: dict[str, list[str]]
     actions: dict[str, list[str]]
     duplicate_nodes: list[str] = field(default_factory=list)  # names another process also uses
+    undiscovered: dict[str, list[str]] = field(default_factory=dict)  # topics a node has that DDS did not show
 
     def as_dict(self) -> dict:
         return {
@@ -208,29 +209,43 @@ class GraphSnapshot:
             "services": self.services,
             "actions": self.actions,
             "duplicate_nodes": self.duplicate_nodes,
+            "undiscovered": self.undiscovered,
         }
 
 
-def snapshot_graph(probe: Node, node_names: tuple[str, ...], settle_s: float = 30.0) -> GraphSnapshot:
+def snapshot_graph(
+    probe: Node,
+    node_names: tuple[str, ...],
+    settle_s: float = 60.0,
+    expected_topics: dict[str, set[str]] | None = None,
+) -> GraphSnapshot:
     """Discover the nodes from a probe node, waiting up to settle_s for discovery to finish.
 
     A node's name can be discovered well before its endpoints (a loaded machine: CI saw the memory node with
-    no topic at all), and every rclpy node publishes /rosout: a node counts as seen once it shows a publisher.
+    no topic at all). expected_topics, what nodes of this process publish (their Node.publishers): the wait
+    goes on until the graph shows every one of them, and those it never shows are `undiscovered`. Without
+    it, every rclpy node publishes /rosout: a node counts as seen once it shows a publisher.
     Another process's node of the same name (one just stopped, still within its DDS lease) is listed beside
     ours: the wait goes on while a name is listed twice, and one that stays is named in `duplicate_nodes`
-    (its endpoints are then the union of both, since the graph API cannot tell the two apart by name).
+    (the graph API looks endpoints up by name, so they may then be the other node's).
     """
     from rclpy.action import get_action_server_names_and_types_by_node
+
+    expected = expected_topics or {}
+
+    def missing(name: str, namespace: str) -> set[str]:
+        shown = {t for t, _ in probe.get_publisher_names_and_types_by_node(name, namespace)}
+        return expected.get(name, set()) - shown if shown else {"(any topic)"}
 
     deadline = time.monotonic() + settle_s
     last, stable_since = None, time.monotonic()
     while time.monotonic() < deadline:  # until every node is seen and its names stop arriving for 1 s
         found = sorted(
-            (name, len(probe.get_publisher_names_and_types_by_node(name, namespace)))
+            (name, sorted(missing(name, namespace)))
             for name, namespace in probe.get_node_names_and_namespaces()
             if name in node_names
         )
-        seen = {name for name, publishers in found if publishers}
+        seen = {name for name, absent in found if not absent}
         unique = len(found) == len({name for name, _ in found})
         if found != last:
             last, stable_since = found, time.monotonic()
@@ -261,7 +276,12 @@ def snapshot_graph(probe: Node, node_names: tuple[str, ...], settle_s: float = 3
         return {name: sorted(names) for name, names in found.items()}
 
     duplicates = sorted(name for name, count in listed.items() if count > 1)
-    return GraphSnapshot(sorted(topics), listing(topics), listing(services), listing(actions), duplicates)
+    undiscovered = {
+        name: sorted(wanted - topics.get(name, set()))
+        for name, wanted in expected.items()
+        if wanted - topics.get(name, set())
+    }
+    return GraphSnapshot(sorted(topics), listing(topics), listing(services), listing(actions), duplicates, undiscovered)
 
 
 @contextlib.contextmanager

@@ -33,11 +33,18 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     def check(nodes) -> None:
         def probe() -> None:
-            snapshot = bringup.snapshot_graph(nodes[0], selected)
+            ours = {node.get_name(): {publisher.topic_name for publisher in node.publishers} for node in nodes}
+            snapshot = bringup.snapshot_graph(nodes[0], selected, expected_topics=ours)
             print(json.dumps(snapshot.as_dict(), indent=2), flush=True)
             missing = sorted(set(selected) - set(snapshot.nodes))
             if missing:
                 print(f"m3 run --check: node(s) not up: {', '.join(missing)}", file=sys.stderr)
+                outcome["ok"] = False
+            elif snapshot.undiscovered:
+                for name, topics in snapshot.undiscovered.items():
+                    also = " (another process has a node of that name)" if name in snapshot.duplicate_nodes else ""
+                    print(f"m3 run --check: {name}: DDS does not show its topics {', '.join(topics)}{also}",
+                          file=sys.stderr)  # fmt: skip
                 outcome["ok"] = False
             else:
                 print(f"m3 run --check: {len(selected)} node(s) up", file=sys.stderr)

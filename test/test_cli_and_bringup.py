@@ -173,3 +173,35 @@ def test_graph_snapshot_names_a_node_listed_twice_and_keeps_its_endpoints(monkey
     assert snapshot.duplicate_nodes == ["memory_node"]
     assert snapshot.topics["memory_node"] == ["/m3/memory_events", "/rosout"]
     assert snapshot.services["memory_node"] == ["/m3/search_node"]
+
+
+class _SlowEndpoints:
+    """A probe whose graph shows the node's /rosout at once but its own topic only after `after` queries."""
+
+    def __init__(self, after: int):
+        self.calls, self.after = 0, after
+
+    def get_node_names_and_namespaces(self):
+        return [("memory_node", "/")]
+
+    def get_publisher_names_and_types_by_node(self, name, namespace):
+        self.calls += 1
+        late = [("/humans/persons/known", ["hri_msgs/msg/IdsList"])] if self.calls > self.after else []
+        return [("/rosout", ["rcl_interfaces/msg/Log"]), *late]
+
+    def get_service_names_and_types_by_node(self, name, namespace):
+        return []
+
+
+def test_graph_snapshot_waits_for_the_topics_our_nodes_have_and_names_those_never_shown(monkeypatch):
+    import rclpy.action
+
+    from m3_agent.bringup import snapshot_graph
+
+    monkeypatch.setattr(rclpy.action, "get_action_server_names_and_types_by_node", lambda *_: [])
+    ours = {"memory_node": {"/rosout", "/humans/persons/known"}}
+    late = snapshot_graph(_SlowEndpoints(after=5), ("memory_node",), settle_s=10.0, expected_topics=ours)
+    assert late.topics["memory_node"] == ["/humans/persons/known", "/rosout"] and late.undiscovered == {}
+    never = snapshot_graph(_SlowEndpoints(after=10**9), ("memory_node",), settle_s=0.5, expected_topics=ours)
+    assert never.topics["memory_node"] == ["/rosout"]
+    assert never.undiscovered == {"memory_node": ["/humans/persons/known"]}
