@@ -133,9 +133,9 @@ def test_a_server_killed_between_write_and_flush_keeps_the_clip_spooled(tmp_path
         assert backend.spool.pending() == []
         flush = backend.make_durable
 
-        def killed_before_flush() -> None:
+        def killed_before_flush(payloads) -> None:
             server.stop(kill=True)
-            flush()  # the real flush, against a dead server
+            flush(payloads)  # the real flush, against a dead server
 
         monkeypatch.setattr(backend, "make_durable", killed_before_flush)
         assert memory.ingest(items[1]) is not None  # written, acknowledged, not persisted: spooled
@@ -152,6 +152,45 @@ def test_a_server_killed_between_write_and_flush_keeps_the_clip_spooled(tmp_path
         stored = client.query("unflushed_text", filter="", output_fields=["count(*)"])[0]["count(*)"]
         client.close()
         assert stored == len(memory.graph.text)  # the clip written twice is stored once
+    finally:
+        memory.close()
+        server.stop()
+
+
+def test_rows_a_restarted_server_lost_under_a_write_are_read_back_missing_and_written_again(
+    tmp_path, embedder, monkeypatch
+):
+    """`m3 bench fleet`: a server killed and restarted in the middle of a clip's write (pymilvus retries the
+    calls that failed against the new server) lost the text rows the old one had acknowledged, while the
+    clip record and the flush went to the new one. The loss is made here by deleting the rows the write
+    had just stored; make_durable reads the keys back, so the clip is spooled and written again, once."""
+    server = MilvusLiteServer(str(tmp_path / "data")).start()
+    spool = str(tmp_path / "spool")
+    memory = milvus_memory(server, "restarted", embedder, spool)
+    backend = memory.graph.backend
+    try:
+        items = clips()
+        memory.ingest(items[0])
+        write = backend.write
+
+        def write_then_lose_text(payload: dict) -> None:
+            write(payload)
+            backend.client.delete(backend.text_name, ids=[row["node_key"] for row in payload["text"]])
+
+        monkeypatch.setattr(backend, "write", write_then_lose_text)
+        assert memory.ingest(items[1]) is not None
+        assert len(os.listdir(spool)) == 1  # its rows were not there after the flush: queued
+        monkeypatch.setattr(backend, "write", write)
+        for item in items[2:]:
+            memory.ingest(item)
+        assert os.listdir(spool) == []
+        memory.close()
+        memory = milvus_memory(server, "restarted", embedder, spool)
+        assert state(memory) == sqlite_reference(tmp_path, embedder, items)
+        client = MilvusClient(uri=server.uri)
+        stored = client.query("restarted_text", filter="", output_fields=["count(*)"])[0]["count(*)"]
+        client.close()
+        assert stored == len(memory.graph.text)
     finally:
         memory.close()
         server.stop()
