@@ -119,78 +119,60 @@ def test_server_outage_loses_and_duplicates_nothing(tmp_path, embedder):
         server.stop()
 
 
-def test_a_server_killed_between_write_and_flush_keeps_the_clip_spooled(tmp_path, embedder, monkeypatch):
-    """Issue 21 D6: Milvus acknowledges an upsert before it persists it, so a clip counts as stored only
-    after make_durable (Milvus' flush). A server that dies in between (the flush fails) leaves the
-    clip in the spool, written again when the server is back, once."""
+def _killed_before_flush(backend, server, monkeypatch):
+    """Issue 21 D6: Milvus acknowledges an upsert before it persists it; a server that dies between the
+    write and the flush (the flush fails) loses it. Returns how the server comes back."""
+    flush = backend.make_durable
+
+    def killed(payloads) -> None:
+        server.stop(kill=True)
+        flush(payloads)  # the real flush, against a dead server
+
+    monkeypatch.setattr(backend, "make_durable", killed)
+    return lambda: (monkeypatch.setattr(backend, "make_durable", flush), server.start())
+
+
+def _text_lost_under_the_write(backend, server, monkeypatch):
+    """`m3 bench fleet`: a server killed and restarted in the middle of a clip's write (pymilvus retries the
+    calls that failed against the new server) lost the text rows the old one had acknowledged, while the
+    clip record and the flush went to the new one. Made here by deleting the rows the write just stored:
+    the flush succeeds, and only reading the keys back finds them gone."""
+    write = backend.write
+
+    def lossy(payload: dict) -> None:
+        write(payload)
+        backend.client.delete(backend.text_name, ids=[row["node_key"] for row in payload["text"]])
+
+    monkeypatch.setattr(backend, "write", lossy)
+    return lambda: monkeypatch.setattr(backend, "write", write)
+
+
+@pytest.mark.parametrize("fault", [_killed_before_flush, _text_lost_under_the_write], ids=["killed", "lost"])
+def test_a_clip_milvus_did_not_keep_stays_spooled_and_is_stored_again_once(tmp_path, embedder, monkeypatch, fault):
+    """A clip counts as stored only once Milvus has flushed it and holds its keys (make_durable); else it
+    stays in the spool and is written again with the next clip, once (upserts on the same keys)."""
     server = MilvusLiteServer(str(tmp_path / "data")).start()
-    spool = str(tmp_path / "spool")
-    memory = milvus_memory(server, "unflushed", embedder, spool)
+    spool, prefix = str(tmp_path / "spool"), f"fault_{fault.__name__.strip('_')}"
+    memory = milvus_memory(server, prefix, embedder, spool)
     backend = memory.graph.backend
     try:
         items = clips()
         memory.ingest(items[0])
         assert backend.spool.pending() == []
-        flush = backend.make_durable
-
-        def killed_before_flush(payloads) -> None:
-            server.stop(kill=True)
-            flush(payloads)  # the real flush, against a dead server
-
-        monkeypatch.setattr(backend, "make_durable", killed_before_flush)
-        assert memory.ingest(items[1]) is not None  # written, acknowledged, not persisted: spooled
+        undo = fault(backend, server, monkeypatch)
+        assert memory.ingest(items[1]) is not None  # acknowledged, not kept: spooled
         assert len(os.listdir(spool)) == 1
-        monkeypatch.setattr(backend, "make_durable", flush)
-        server.start()
+        undo()
         for item in items[2:]:
             memory.ingest(item)
         assert os.listdir(spool) == []
         memory.close()
-        memory = milvus_memory(server, "unflushed", embedder, spool)
+        memory = milvus_memory(server, prefix, embedder, spool)
         assert state(memory) == sqlite_reference(tmp_path, embedder, items)
         client = MilvusClient(uri=server.uri)
-        stored = client.query("unflushed_text", filter="", output_fields=["count(*)"])[0]["count(*)"]
+        stored = client.query(f"{prefix}_text", filter="", output_fields=["count(*)"])[0]["count(*)"]
         client.close()
         assert stored == len(memory.graph.text)  # the clip written twice is stored once
-    finally:
-        memory.close()
-        server.stop()
-
-
-def test_rows_a_restarted_server_lost_under_a_write_are_read_back_missing_and_written_again(
-    tmp_path, embedder, monkeypatch
-):
-    """`m3 bench fleet`: a server killed and restarted in the middle of a clip's write (pymilvus retries the
-    calls that failed against the new server) lost the text rows the old one had acknowledged, while the
-    clip record and the flush went to the new one. The loss is made here by deleting the rows the write
-    had just stored; make_durable reads the keys back, so the clip is spooled and written again, once."""
-    server = MilvusLiteServer(str(tmp_path / "data")).start()
-    spool = str(tmp_path / "spool")
-    memory = milvus_memory(server, "restarted", embedder, spool)
-    backend = memory.graph.backend
-    try:
-        items = clips()
-        memory.ingest(items[0])
-        write = backend.write
-
-        def write_then_lose_text(payload: dict) -> None:
-            write(payload)
-            backend.client.delete(backend.text_name, ids=[row["node_key"] for row in payload["text"]])
-
-        monkeypatch.setattr(backend, "write", write_then_lose_text)
-        assert memory.ingest(items[1]) is not None
-        assert len(os.listdir(spool)) == 1  # its rows were not there after the flush: queued
-        monkeypatch.setattr(backend, "write", write)
-        for item in items[2:]:
-            memory.ingest(item)
-        assert os.listdir(spool) == []
-        memory.close()
-        memory = milvus_memory(server, "restarted", embedder, spool)
-        assert state(memory) == sqlite_reference(tmp_path, embedder, items)
-        client = MilvusClient(uri=server.uri)
-        stored = client.query("restarted_text", filter="", output_fields=["count(*)"])[0]["count(*)"]
-        client.close()
-        assert stored == len(memory.graph.text)
     finally:
         memory.close()
         server.stop()
