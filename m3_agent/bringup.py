@@ -216,7 +216,7 @@ class GraphSnapshot:
 def snapshot_graph(
     probe: Node,
     node_names: tuple[str, ...],
-    settle_s: float = 60.0,
+    settle_s: float = 30.0,
     expected_topics: dict[str, set[str]] | None = None,
 ) -> GraphSnapshot:
     """Discover the nodes from a probe node, waiting up to settle_s for discovery to finish.
