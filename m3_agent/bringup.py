@@ -276,11 +276,8 @@ def snapshot_graph(
         return {name: sorted(names) for name, names in found.items()}
 
     duplicates = sorted(name for name, count in listed.items() if count > 1)
-    undiscovered = {
-        name: sorted(wanted - topics.get(name, set()))
-        for name, wanted in expected.items()
-        if wanted - topics.get(name, set())
-    }
+    unshown = {name: wanted - topics.get(name, set()) for name, wanted in expected.items()}
+    undiscovered = {name: sorted(absent) for name, absent in unshown.items() if absent}
     return GraphSnapshot(sorted(topics), listing(topics), listing(services), listing(actions), duplicates, undiscovered)
 
 
