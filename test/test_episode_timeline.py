@@ -192,3 +192,23 @@ def test_an_episode_judge_takes_the_spellings_its_truth_file_lists(tmp_path: Pat
     assert judged("Who waters the plants?", "Ilse", "Ilsa waters them.")  # the second time from the cache
     assert not judged("Who waters the plants?", "Ilse", "Elsa waters them.")
     assert not judged("Who waters the plants?", "Ilse", "Bo waters them.")
+
+
+def _median_f0_hz(samples: np.ndarray) -> float:
+    import librosa
+
+    f0, voiced, _ = librosa.pyin(samples, fmin=60, fmax=450, sr=AUDIO_RATE_HZ)
+    return float(np.median(f0[voiced]))
+
+
+def test_an_espeak_variant_is_spoken_after_every_language_name(tmp_path):
+    """espeak-ng drops "+f3" after "en-gb" (the episodes' female en-gb people spoke as the male voice
+    every other plain espeak person has); the generator speaks each variant the scripts name."""
+    from m3_agent.demo.generate import synthesize
+
+    line = "Good morning, the delivery arrived at the back door."
+    plain = _median_f0_hz(synthesize("espeak:en-gb", line, tmp_path))
+    assert plain < 130
+    for voice in ["espeak:en-gb+f3", "espeak:en-us+f3", "espeak:en-gb-scotland+f4"]:
+        assert _median_f0_hz(synthesize(voice, line, tmp_path)) > 1.5 * plain, voice
+    assert len(list(tmp_path.glob("*.npy"))) == 4  # each voice its own cached audio

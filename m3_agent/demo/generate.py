@@ -34,6 +34,7 @@ from m3_agent.demo.timeline import (  # noqa: F401  (re-exported: the generator'
     validate,
 )
 from m3_agent.recording.video_writer import write_video
+from m3_perception.material.synthetic import espeak_voice
 
 CLIP_SECONDS = 30
 
@@ -54,11 +55,13 @@ def synthesize(voice: str, text: str, cache_dir: Path) -> np.ndarray:
     import librosa
     import soundfile
 
-    key = hashlib.sha256(f"{voice}\n{text}".encode()).hexdigest()[:20]
+    engine, _, name = voice.partition(":")
+    if engine == "espeak":
+        name = espeak_voice(name)  # the key too: audio rendered before a variant took effect is not reused
+    key = hashlib.sha256(f"{engine}:{name}\n{text}".encode()).hexdigest()[:20]
     cached = cache_dir / f"{key}.npy"
     if cached.exists():
         return np.load(cached)
-    engine, _, name = voice.partition(":")
     with tempfile.TemporaryDirectory() as work:
         wav = Path(work) / "line.wav"
         if engine == "festival":

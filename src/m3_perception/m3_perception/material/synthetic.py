@@ -7,6 +7,7 @@ Voices: Festival (cmu_us_slt_arctic_hts, kal_diphone) and espeak-ng, run as subp
 
 from __future__ import annotations
 
+import functools
 import shutil
 import struct
 import subprocess
@@ -61,6 +62,29 @@ def compose(
     return canvas
 
 
+@functools.cache
+def espeak_voice(name: str) -> str:
+    """The `-v` argument that makes espeak-ng speak `name` ("en-gb", "en-us+m3", "gmw/en+f3").
+
+    espeak-ng 1.51 drops a variant given after some language names: "en-gb+f3" speaks the plain
+    male en-gb voice (median F0 101 Hz, as "en-gb"), where "en-us+f3" or the voice file "gmw/en+f3"
+    speak the female variant (208 Hz). So a name with a variant is spoken as its voice file (the
+    `espeak-ng --voices` row for that language, espeak's own voices before MBROLA ones) plus the variant.
+    """
+    language, plus, variant = name.partition("+")
+    if not plus:
+        return name
+    exe = shutil.which("espeak-ng")
+    if exe is None:
+        raise FileNotFoundError("espeak-ng not found: install the Debian package espeak-ng")
+    listing = subprocess.run([exe, "--voices"], capture_output=True, text=True, check=True).stdout
+    rows = [line.split() for line in listing.splitlines()[1:]]
+    files = sorted(
+        (int(r[0]), r[4]) for r in rows if len(r) >= 5 and r[1] == language.lower() and not r[4].startswith("mb/")
+    )
+    return f"{files[0][1]}+{variant}" if files else name
+
+
 def speak(text: str, voice: str) -> np.ndarray:
     """Mono float32 16 kHz speech: voice "slt"/"kal" (Festival) or "espeak:<name>" (espeak-ng)."""
     import soundfile
@@ -71,7 +95,7 @@ def speak(text: str, voice: str) -> np.ndarray:
             exe = shutil.which("espeak-ng")
             if exe is None:
                 raise FileNotFoundError("espeak-ng is not installed")
-            name = voice.partition(":")[2] or "en"
+            name = espeak_voice(voice.partition(":")[2] or "en")
             subprocess.run([exe, "-v", name, "-w", str(wav), text], check=True, capture_output=True)
         else:
             exe = shutil.which("text2wave")
