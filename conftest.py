@@ -57,7 +57,22 @@ _crashed: set[str] = set()
 
 SESSION_MARK = "M3_TEST_SESSION"
 os.environ[SESSION_MARK] = uuid.uuid4().hex  # a pytest run inside a test marks its own children
+MULTIPROCESSING_HELPER = re.compile(r"from multiprocessing\.(?:resource_tracker|forkserver) import main")
 _mark = f"{SESSION_MARK}={os.environ[SESSION_MARK]}".encode()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("reliability") is None and RELIABILITY_NAMES.search(item.name):
+            item.add_marker(pytest.mark.reliability)
+
+
+@pytest.fixture
+def reliability_counts(request: pytest.FixtureRequest) -> Counts:
+    """Count the bad inputs this test tries and anything it finds lost."""
+    return _counts.setdefault(request.node.nodeid, Counts())
+
+
 _started_in: dict[int, tuple[str, str]] = {}  # pid -> (the test it appeared in, its command line)
 
 
@@ -70,9 +85,12 @@ def _session_processes() -> dict[int, str]:
         try:
             if _mark not in (entry / "environ").read_bytes().split(b"\0"):
                 continue
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if MULTIPROCESSING_HELPER.search(command):  # lives as long as this process, by design
+                continue
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
             if state != "Z":  # a zombie has exited; its parent has not reaped it yet
-                found[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                found[int(entry.name)] = command
         except OSError:  # exited while being read, or not ours to read
             continue
     return found
