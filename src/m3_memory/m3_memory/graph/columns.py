@@ -126,13 +126,9 @@ class TextColumns:
                 high = int(np.searchsorted(self._buffers["min_start_ns"][:n], before_ns, side="right"))
             frame_code = self._frames.get(frame_id, -2)
             rows = self._grid.rows(frame_code, box) if box is not None else None
-            if rows is None:
-                cols = {name: self._buffers[name][low:high] for name, _ in _FIELDS}
-            else:
-                rows = rows[(rows >= low) & (rows < high)]
-                x, y = self._buffers["x"][rows], self._buffers["y"][rows]  # the cells' edges: the box first
-                rows = rows[(x >= box[0]) & (x <= box[2]) & (y >= box[1]) & (y <= box[3])]
-                cols = {name: self._buffers[name][rows] for name, _ in _FIELDS}
+            if rows is not None:  # the grid's cells of this frame: only their rows are read
+                return self._in_cells(rows[(rows >= low) & (rows < high)], after_ns, before_ns, box, circle)
+            cols = {name: self._buffers[name][low:high] for name, _ in _FIELDS}
         keep = np.ones(len(cols["seq"]), bool)
         if after_ns > 0:
             keep &= cols["end_ns"] >= after_ns
@@ -144,8 +140,26 @@ class TextColumns:
             keep &= (x >= min_x) & (x <= max_x) & (y >= min_y) & (y <= max_y)
             keep &= cols["frame"] == frame_code
         if circle is not None:
-            cx, cy, radius = circle
             inside = np.flatnonzero(keep)
-            near = np.hypot(cols["x"][inside] - cx, cols["y"][inside] - cy) <= radius * (1 + 1e-9) + 1e-9
-            keep[inside[~near]] = False
+            keep[inside[~_in_circle(cols["x"][inside], cols["y"][inside], circle)]] = False
         return cols["seq"][keep]
+
+    def _in_cells(self, rows: np.ndarray, after_ns: int, before_ns: int, box, circle) -> np.ndarray:
+        """window() over the rows of the box's grid cells (all in its frame), lock held: each column is
+        read only for the rows still in (the place first: a window's rows lie scattered over the store)."""
+        x, y = self._buffers["x"][rows], self._buffers["y"][rows]
+        keep = (x >= box[0]) & (x <= box[2]) & (y >= box[1]) & (y <= box[3])
+        if circle is not None:
+            keep &= _in_circle(x, y, circle)
+        rows = rows[keep]
+        if after_ns > 0:
+            rows = rows[self._buffers["end_ns"][rows] >= after_ns]
+        if before_ns > 0:
+            rows = rows[self._buffers["start_ns"][rows] <= before_ns]
+        return self._buffers["seq"][rows]
+
+
+def _in_circle(x: np.ndarray, y: np.ndarray, circle: tuple[float, float, float]) -> np.ndarray:
+    """Which points lie in the circle (x, y, radius), with a hair's tolerance."""
+    cx, cy, radius = circle
+    return np.hypot(x - cx, y - cy) <= radius * (1 + 1e-9) + 1e-9
