@@ -174,6 +174,19 @@ def test_every_episode_script_validates(path):
     unnamed = {spec["name"] for spec in script["people"].values() if not spec["named"]}
     said = " ".join(line.text for _, _, line in all_lines(script))
     assert not any(name in said for name in unnamed)  # an unnamed person's (invented) name is never said
+    speakers = [synthetic_speaker(spec["voice"]) for spec in script["people"].values()]
+    assert len(set(speakers)) == len(speakers), f"two people speak as one synthetic speaker: {speakers}"
+
+
+def synthetic_speaker(voice: str) -> str:
+    """Which synthetic speaker a voice is to a speaker model (episodes README, Voices): espeak's accents
+    without a female variant ("en-029", "en-us+m3") are one male voice (CAM++ cosine 0.67-0.77 apart,
+    as within one voice); a female variant and each Festival voice are their own."""
+    engine, _, name = voice.partition(":")
+    if engine != "espeak":
+        return voice
+    variant = name.partition("+")[2]
+    return f"espeak+{variant}" if variant.startswith("f") else "espeak, male"
 
 
 def test_an_episode_judge_takes_the_spellings_its_truth_file_lists(tmp_path: Path):
