@@ -53,3 +53,23 @@ def test_a_tie_keeps_the_current_name_and_the_most_voted_spelling_names_the_grou
 def test_within_one_name_the_most_voted_spelling_wins_over_the_current_one() -> None:
     # "Tova" heard once in a self-introduction, "Tove" twice from the others: one name, spelt "Tove"
     assert PeopleMixin._winning_name(_person({"Tova": 1, "Tove": 2}, "Tova")) == "Tove"
+
+
+def test_a_vote_weighs_what_its_line_was_heard_with() -> None:
+    """Two names said once each: the one heard more surely wins (before: the first heard), whatever the order."""
+    from m3_memory.graph.people import MIN_VOTE, heard_weight
+    from m3_memory.graph.records import VoiceEvidence
+
+    lines = [
+        VoiceEvidence("voice_1", 0, 1, "Kenji, this is Amolum.", 0.46),
+        VoiceEvidence("voice_2", 2, 3, "Nice to meet you, Amara.", 0.64),
+        VoiceEvidence("voice_2", 4, 5, "amara's desk is here", 0.71),
+        VoiceEvidence("voice_3", 6, 7, "", 0.0),
+    ]
+    assert heard_weight(lines, "Amolum") == 0.46
+    assert heard_weight(lines, "Amara") == 0.71  # the surest line saying it, in any case, possessive too
+    assert heard_weight(lines, "Ama") == 0.71  # not said as a word: the clip's surest line
+    assert heard_weight([VoiceEvidence("voice_1", 0, 1, "Hi Bo", 0.0)], "Bo") == MIN_VOTE
+    votes = {"Amolum": heard_weight(lines[:1], "Amolum"), "Amara": heard_weight(lines[1:2], "Amara")}
+    assert PeopleMixin._winning_name(_person(votes, "Amolum")) == "Amara"
+    assert PeopleMixin._winning_name(_person({"Amolum": 1, "Amara": 1}, "Amolum")) == "Amolum"  # whole counts: a tie

@@ -122,7 +122,7 @@ def test_a_merge_unites_the_persons_stored_clips_made(memory):
     assert "person_1" in record.entity_ids and "person_2" not in record.entity_ids
     person = memory.search.get_entity("person_2")  # the merged person's id still resolves
     assert (person.entity_id, person.aliases, person.member_ids) == ("person_1", ["person_2"], ["voice_1", "voice_2"])
-    assert graph.entities["person_1"].name_votes == {"Alice": 2} and person.name == "Alice"
+    assert graph.entities["person_1"].name_votes == {"Alice": 1.8} and person.name == "Alice"  # two votes, 0.9 each
     assert memory.search.get_entity("voice_2").entity_id == "voice_2"  # voices are kept, nothing deleted
     assert memory.search.get_stats().persons == 1 and graph.voice_merges_refused == 0
 

@@ -21,7 +21,7 @@ from m3_memory.graph.backend import MemoryBackend, StoreWriter
 from m3_memory.graph.columns import TextColumns
 from m3_memory.graph.fact_changes import Fact
 from m3_memory.graph.memories import MemoriesMixin
-from m3_memory.graph.people import PeopleMixin, usable_embedding
+from m3_memory.graph.people import PeopleMixin, heard_weight, usable_embedding
 from m3_memory.graph.records import (
     KIND_EPISODIC,
     KIND_FACE,
@@ -337,7 +337,7 @@ class MemoryGraph(PeopleMixin, ThingsMixin, MemoriesMixin):
             if merged:
                 outcome.merges.append(merged)
         for entity_id, name in output.names:
-            self._vote_name(writer, entity_id, name)
+            self._vote_name(writer, entity_id, name, heard_weight(clip.voices, name))
         for draft, vector in zip(output.drafts, draft_vectors, strict=True):
             place = self.place_at(clip.path, (draft.start_ns + draft.end_ns) // 2)
             self._add_memory(writer, draft, vector, clip.clip_index, outcome, place, readings)

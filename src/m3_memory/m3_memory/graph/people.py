@@ -7,17 +7,42 @@ every change is also handed to the clip's StoreWriter so the back-end stores it 
 from __future__ import annotations
 
 import logging
+import re
 
 import numpy as np
 
 from m3_memory.errors import StoreError
 from m3_memory.graph.backend import StoreWriter
 from m3_memory.graph.name_spellings import spelling_groups
-from m3_memory.graph.records import KIND_FACE, KIND_PERSON, KIND_VOICE, ClipEvidence, EntityRecord, Sighting
+from m3_memory.graph.records import (
+    KIND_FACE,
+    KIND_PERSON,
+    KIND_VOICE,
+    ClipEvidence,
+    EntityRecord,
+    Sighting,
+    VoiceEvidence,
+)
 from m3_memory.graph.tags import kind_of, seq_of
 from m3_memory.store.ann_index import CosineIndex
 
 log = logging.getLogger(__name__)
+
+
+MIN_VOTE = 0.05  # a mention's least weight: a line heard with no confidence at all still counts a little
+
+
+def heard_weight(voices: list[VoiceEvidence], name: str) -> float:
+    """The weight of a vote for a name said in a clip: the recognition confidence [0..1] of the surest line
+    of the clip that has the name as a word (of any line, if none has it as written).
+
+    A name speech recognition was unsure of is the likeliest to be misheard ("Amolum" for Amara): two
+    names voted once each are no longer a tie that the first heard wins (issue 20). Votes written before
+    weights (whole counts) weigh as lines heard with full confidence."""
+    said = re.compile(rf"\b{re.escape(name)}\b", re.I)
+    lines = [v.confidence for v in voices if v.transcript.strip()]
+    named = [v.confidence for v in voices if said.search(v.transcript)]
+    return round(min(1.0, max(MIN_VOTE, max(named or lines or [1.0]))), 4)
 
 
 def usable_embedding(values) -> np.ndarray | None:
@@ -233,9 +258,9 @@ class PeopleMixin:
 
     @staticmethod
     def _winning_name(record: EntityRecord) -> str:
-        """The name with most votes, spellings of one name voting together (speech recognition spells a
-        name differently from line to line: "Sofia", "Sophie"; m3_memory.graph.name_spellings); within the winning
-        group its most-voted spelling. A tie keeps the current name (names do not flicker)."""
+        """The name with most votes (heard_weight), spellings of one name voting together (speech recognition
+        spells a name differently from line to line: "Sofia", "Sophie"; m3_memory.graph.name_spellings); within
+        the winning group its most-voted spelling. A tie keeps the current name (names do not flicker)."""
         if not record.name_votes:
             return record.name
         groups = spelling_groups(record.name_votes)
@@ -248,11 +273,12 @@ class PeopleMixin:
             return record.name
         return min(n for n in spellings if record.name_votes[n] == best)
 
-    def _vote_name(self, writer: StoreWriter, entity_id: str, name: str) -> None:
+    def _vote_name(self, writer: StoreWriter, entity_id: str, name: str, weight: float = 1.0) -> None:
+        """One mention's vote for a name, weighted by how surely its words were heard (heard_weight)."""
         person_id = self.person_of(entity_id)
         if person_id is None or not name:
             return
         person = self.entities[person_id]
-        person.name_votes[name] = person.name_votes.get(name, 0) + 1
+        person.name_votes[name] = round(person.name_votes.get(name, 0) + weight, 4)
         person.name = self._winning_name(person)
         writer.save_entity(person)

@@ -219,7 +219,7 @@ class EntityRecord:
     first_ns: int = 0
     last_ns: int = 0
     crop_score: float = -1.0
-    name_votes: dict[str, int] = field(default_factory=dict)
+    name_votes: dict[str, float] = field(default_factory=dict)  # name -> its mentions' summed weights (0..1 each)
     label: str = ""
 
 
