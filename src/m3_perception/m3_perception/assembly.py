@@ -256,6 +256,7 @@ def build_pipelines(
                 hop_s=p["turn_hop_s"],
                 change_cosine=p["turn_change_cosine"],
                 merge_cosine=p["turn_merge_cosine"],
+                merge_cosine_narrowband=p["turn_merge_cosine_narrowband"],
                 min_turn_s=p["turn_min_s"],
             ),
             turn_mode=p["turn_mode"],

@@ -229,6 +229,15 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
             1.0,
         ),
     ),
+    "turn_merge_cosine_narrowband": (
+        0.55,
+        _float(
+            "turn_merge_cosine for a segment heard through a narrow-band (telephone) channel, as "
+            "voice_match_cosine_narrowband (campplus 0.55; used only when above turn_merge_cosine)",
+            0.0,
+            1.0,
+        ),
+    ),
     "turn_min_s": (
         1.0,
         _float("shortest turn split off; a shorter turn joins a known voice or none, never founds one [s]", 0.25, 10.0),

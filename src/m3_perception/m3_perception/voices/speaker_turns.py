@@ -7,7 +7,11 @@ real change each holds one voice only). Boundaries where that cosine falls below
 taken lowest first, at least `min_turn_s` apart and from the segment's ends, so a turn shorter
 than `min_turn_s` is never split off (a short "yes" is too short to embed reliably). Adjacent pieces
 whose whole-piece embeddings still agree (cosine ≥ `merge_cosine`) are joined again: one noisy
-window pair must not cut one person's sentence in two.
+window pair must not cut one person's sentence in two. A segment heard through a narrow-band
+(telephone) channel (band.py) is rejoined at `merge_cosine_narrowband` instead, for the reason the
+voice pipeline matches such turns at voice_match_cosine_narrowband: the band brings different
+speakers' embeddings closer, so pieces of two callers agree as much as two pieces of one speaker do
+wide-band.
 
 Pure logic (numpy); the encoder only has to offer `encode(samples)` and, optionally, the batched
 `encode_windows(samples, window_s, hop_s)` (resemblyzer's VoiceEncoder has it).
@@ -20,6 +24,8 @@ from itertools import pairwise
 from typing import Any
 
 import numpy as np
+
+from m3_perception.voices.band import is_narrowband
 
 RATE = 16000
 
@@ -35,6 +41,8 @@ class TurnParams:
     hop_s: float = 0.1  # candidate boundaries every hop [s]
     change_cosine: float = 0.30  # adjacent windows below this cosine: a change of voice
     merge_cosine: float = 0.45  # adjacent pieces at or above this cosine: one voice after all
+    # the same for a segment heard through a narrow-band channel; used when above merge_cosine
+    merge_cosine_narrowband: float = 0.0
     min_turn_s: float = 1.0  # shortest turn split off; shorter segments found no new voice [s]
 
 
@@ -110,7 +118,10 @@ def split_turns(
     cuts = [0, *(k * hop for k in changes), n]
     pieces = list(pairwise(cuts))
     piece_embs = [_piece_embedding(embs, a, b, hop, lag) for a, b in pieces]
-    kept = merge_similar(pieces, piece_embs, p.merge_cosine)
+    merge = p.merge_cosine
+    if p.merge_cosine_narrowband > merge and is_narrowband(samples[lo:hi]):
+        merge = p.merge_cosine_narrowband
+    kept = merge_similar(pieces, piece_embs, merge)
     bounds = [pieces[i][0] for i in kept] + [n]
     return list(pairwise(bounds))
 
