@@ -57,3 +57,31 @@ def _voices(channel) -> list[str]:
 def test_a_voice_heard_by_telephone_is_matched_with_the_narrow_band_threshold():
     assert _voices(lambda x: x) == ["voice_1", "voice_1"]  # cosine 0.5 >= 0.45: one voice
     assert _voices(telephone_channel) == ["voice_1", "voice_2"]  # 0.5 < 0.55 on the telephone band
+
+
+class _HalfEncoder:
+    """Stand-in speaker encoder for split_turns' thresholds (not a model): a window's 'voice' is which
+    half of `stream` it lies in (read from where the slice starts), the two halves at cosine 0.5:
+    between the wide-band (0.45) and narrow-band (0.55) merge thresholds."""
+
+    def __init__(self, stream: np.ndarray) -> None:
+        self.base, self.half = stream.__array_interface__["data"][0], len(stream) // 2
+
+    def encode(self, x: np.ndarray) -> np.ndarray:
+        start = (x.__array_interface__["data"][0] - self.base) // x.itemsize
+        share = np.clip((start + len(x) - self.half) / len(x), 0.0, 1.0)  # of the window in the second half
+        v = (1 - share) * np.array([1.0, 0.0]) + share * np.array([0.5, np.sqrt(0.75)])
+        return v / np.linalg.norm(v)
+
+
+def _turns(channel) -> list[tuple[int, int]]:
+    from m3_perception.voices.speaker_turns import TurnParams, split_turns
+
+    x = np.ascontiguousarray(channel(conversation_sources()["librivox"][0].samples[: 5 * 16000]), np.float32)
+    params = TurnParams(change_cosine=0.6, merge_cosine=0.45, merge_cosine_narrowband=0.55)
+    return split_turns(x, _HalfEncoder(x), params)
+
+
+def test_pieces_of_a_telephone_segment_are_rejoined_only_at_the_narrow_band_threshold():
+    assert _turns(lambda x: x) == [(0, 80000)]  # cut at the change, rejoined: cosine 0.5 >= 0.45
+    assert _turns(telephone_channel) == [(0, 40000), (40000, 80000)]  # 0.5 < 0.55 on the telephone band
