@@ -27,18 +27,51 @@ JUDGE_PROMPT = (
     'Output only "Yes" or "No", with no additional explanation.\n\n'
     "Question: {question}\nGround Truth Answer: {truth}\nAgent Answer: {answer}"
 )
-NUMBERS = {
-    w: str(i)
+UNITS = {
+    w: i
     for i, w in enumerate(
         "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-        "seventeen eighteen nineteen twenty".split()
+        "seventeen eighteen nineteen".split()
     )
 }
+TENS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)}
+
+
+def _cardinals(words: list[str]) -> list[str]:
+    """Number words as digits: a truth says "twenty five euros" or "forty" where speech recognition
+    writes "25 euros" and "40", and they say the same to a reader (and to the reference's model
+    judge). Tens and a unit join ("twenty five", "twenty-five": 25), "hundred" multiplies (with an
+    optional "and": "one hundred and five": 105); a unit before tens stays two numbers ("five thirty",
+    a time). Small on purpose: cardinals up to 999 are all these answers hold."""
+    out: list[str] = []
+    value: int | None = None  # the number being read
+    last = ""  # what its last word was: "unit", "tens", "hundred"
+    for i, w in enumerate(words):
+        follows = i + 1 < len(words) and (words[i + 1] in UNITS or words[i + 1] in TENS)
+        if value is not None and w == "and" and last == "hundred" and follows:
+            continue
+        if value is not None and w == "hundred" and last in ("unit", "tens"):
+            value, last = value * 100, "hundred"
+        elif value is not None and w in UNITS and 0 < UNITS[w] < 10 and last == "tens":
+            value, last = value + UNITS[w], "unit"
+        elif value is not None and last == "hundred" and (w in UNITS or w in TENS):
+            value, last = value + UNITS.get(w, TENS.get(w, 0)), "tens" if w in TENS else "unit"
+        else:
+            if value is not None:
+                out.append(str(value))
+                value = None
+            if w in UNITS or w in TENS:
+                value, last = UNITS.get(w, TENS.get(w, 0)), "tens" if w in TENS else "unit"
+            else:
+                out.append(w)
+    if value is not None:
+        out.append(str(value))
+    return out
 
 
 def normalise(text: str) -> str:
     words = re.findall(r"[a-z0-9.]+", text.lower())
-    words = [NUMBERS.get(w, w).strip(".") for w in words if w not in ("a", "an", "the")]
+    words = [w.strip(".") for w in _cardinals([w for w in words if w not in ("a", "an", "the")])]
     return " ".join(w for w in words if w)
 
 

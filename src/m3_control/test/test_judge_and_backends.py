@@ -32,6 +32,17 @@ def test_normalised_match_is_labelled(capsys):
     assert not judge.match("notebook", "a note about a book")
 
 
+def test_number_words_match_the_digits_speech_recognition_writes():
+    assert judge.match("twenty five euros", "A new chain cost 25 euros.")
+    assert judge.match("forty", "Order 40 inner tubes.")
+    assert judge.match("one hundred and five", "It is 105 km away.")
+    assert judge.match("25", "twenty-five of them")
+    assert judge.match("five thirty", "The ovens go on at 5:30.")  # a unit before tens: a time, two numbers
+    assert not judge.match("five thirty", "It costs 35 euros.")
+    assert not judge.match("twenty five euros", "It costs 20 euros.")
+    assert not judge.match("forty", "There were 14 cups.")
+
+
 def test_model_judge_over_local_server(tmp_path, capsys):
     data = tmp_path / "items.jsonl"
     data.write_text(
