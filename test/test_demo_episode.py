@@ -73,7 +73,10 @@ def test_questions_follow_m3_bench_format(episode):
     for qa in (end, early):
         minutes, seconds = (int(x) for x in qa["timestamp"].split(":"))
         assert qa["before_clip"] == (minutes * 60 + seconds) // CLIP_SECONDS - 1  # M3-Bench's rule
-    assert early["timestamp"] == f"00:{math.ceil(episode['truth']['utterances'][1]['end_s']) + 1:02d}"
+        assert qa["before_clip"] >= 0  # -1 would be no as-of limit: the whole episode's memory
+    # asked after line 0.1 (a few seconds in), but not before the first clip has closed
+    assert math.ceil(episode["truth"]["utterances"][1]["end_s"]) + 1 < CLIP_SECONDS
+    assert early["timestamp"] == f"00:{CLIP_SECONDS:02d}" and early["before_clip"] == 0
 
 
 def test_built_in_episode_script_is_three_to_five_minutes_of_material():

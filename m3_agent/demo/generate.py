@@ -140,6 +140,10 @@ def question_set(script: dict, truth: EpisodeTruth) -> dict:
         else:
             scene_index, line_index = (int(x) for x in item["at"].removeprefix("after:").split("."))
             asked_s = math.ceil(truth.utterances[lines.index((scene_index, line_index))].end_s) + 1
+            # Not before the first clip has closed: M3-Bench asks no robot question then, and its rule
+            # would give before_clip -1, which the Instruct goal reads as no as-of limit at all (the
+            # whole episode's memory, later clips included, for a question asked in the first clip).
+            asked_s = max(asked_s, CLIP_SECONDS)
         qa_list.append(
             {
                 "question": item["q"],
