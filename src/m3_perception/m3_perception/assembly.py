@@ -199,6 +199,7 @@ def _build_faster_whisper(p: Mapping[str, Any], log: Log) -> Transcriber:
         "language": p["asr_language"],
         "beam_size": p["asr_beam_size"],
         "word_timestamps": p["asr_word_timestamps"],
+        "window_s": p["asr_window_s"],
     }
     if p["asr_subprocess"]:
         from m3_perception.speech.asr_process import SubprocessAsr

@@ -19,7 +19,7 @@ from m3_perception.material.real_speech import librivox_clips
 from m3_perception.model_files import ModelFileMissing
 from m3_perception.speech import whisper_models
 from m3_perception.speech.asr_process import SubprocessAsr
-from m3_perception.speech.faster_whisper_asr import FasterWhisperAsr
+from m3_perception.speech.faster_whisper_asr import FasterWhisperAsr, encoder_frames
 
 DATA = Path("/usr/share/pocketsphinx/test/data")
 REF_RE = re.compile(r"<s>(.*)</s>\s*\((.*)\)")
@@ -174,3 +174,36 @@ def test_a_turn_is_heard_from_before_its_voiced_onset(base):
         events += pipe.flush()
         heard.append(" ".join(e.transcript.text for e in events))
     assert heard[0].startswith("Mum,") and heard[1].startswith("Mateo,"), heard
+
+
+def test_encoder_frames_cover_the_utterance_within_whisper_window():
+    assert encoder_frames(3 * 16000, 10.0) == 1000  # a short turn: the 10 s window
+    assert encoder_frames(12 * 16000, 10.0) == 1300  # longer: the utterance and 1 s more
+    assert encoder_frames(40 * 16000, 10.0) == 3000  # never past Whisper's 30 s (decoded 30 s at a time)
+    assert encoder_frames(3 * 16000, 30.0) == 3000  # Whisper's fixed window
+    assert encoder_frames(3 * 16000 + 77, 5.0) % 2 == 0  # the convolutions halve it
+    with pytest.raises(ValueError, match="asr_window_s"):
+        FasterWhisperAsr("tiny.en", window_s=4.0)
+
+
+def test_the_encoder_reads_the_window_and_hears_real_speech_as_with_30_s(base, monkeypatch):
+    """Real LibriVox speech: with the 10 s window (the default) every encoder pass reads 1000 mel
+    frames (the clips are 3-7 s) and the words are those the fixed 30 s window gives."""
+    import faster_whisper.transcribe
+
+    frames: list[int] = []
+    encode = faster_whisper.transcribe.WhisperModel.encode
+
+    def spy(self, features):
+        frames.append(features.shape[-1])
+        return encode(self, features)
+
+    monkeypatch.setattr(faster_whisper.transcribe.WhisperModel, "encode", spy)
+    whole = FasterWhisperAsr(window_s=30.0)
+    for clip in librivox_clips():
+        frames.clear()
+        short = normalize_text(base.transcribe(clip.samples).text)
+        assert frames and set(frames) == {1000}, frames  # language detection and decoding
+        frames.clear()
+        assert normalize_text(whole.transcribe(clip.samples).text) == short
+        assert frames and set(frames) == {3000}, frames
