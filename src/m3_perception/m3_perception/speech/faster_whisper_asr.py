@@ -10,11 +10,11 @@ how they are checked. Per utterance (one VAD segment or speaker turn):
 - Whisper's own silence guard stays on (a segment with no_speech_prob > 0.6 and a low
   log-probability is dropped), so noise does not become "Thank you." in memory;
 - word timestamps (optional) are offsets from the first sample handed in [s];
-- the encoder reads the utterance and 1 s after it, at least `window_s`, not Whisper's fixed 30 s
-  (faster-whisper pads every input to 30 s of mel frames; CTranslate2's encoder takes fewer, as
-  whisper.cpp's `audio_ctx` does). A 3 s turn then costs a 10 s encoder pass, not 30: about 3x less
-  time per utterance with the same word error rate at 10 s (README of m3_perception, Encoder window);
-  shorter windows made Whisper base mishear and loop on short utterances, so 5 s is the least.
+- the encoder reads the utterance and 1 s after it, at least `window_s` (faster-whisper pads every
+  input to 30 s of mel frames; CTranslate2's encoder takes fewer, as whisper.cpp's `audio_ctx` does).
+  At 10 s a 3 s turn costs about a third of the time, with the same word error rate on real speech
+  but a mixed one on synthetic voices (README of m3_perception, Encoder window), so the default stays
+  Whisper's own 30 s; below 5 s Whisper base mishears and loops on short utterances.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class FasterWhisperAsr:
         language: str = "",
         beam_size: int = 1,
         word_timestamps: bool = False,
-        window_s: float = 10.0,
+        window_s: float = 30.0,
     ) -> None:
         """`model`: base | tiny.en | a CTranslate2 Whisper directory. `device` auto picks CUDA when
         CTranslate2 sees a GPU; `compute_type` auto = int8 on CPU, float16 on CUDA. `threads`: CPU
