@@ -19,6 +19,7 @@ how they are checked. Per utterance (one VAD segment or speaker turn):
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 
@@ -50,6 +51,7 @@ def encoder_frames(samples: int, window_s: float) -> int:
     return frames + frames % 2
 
 
+@functools.cache
 def _windowed_model_class() -> type:
     """faster-whisper's WhisperModel whose encoder reads `frames` mel frames instead of all 3000 it is
     handed (the rest is padding: the silence faster-whisper appends to every input)."""
