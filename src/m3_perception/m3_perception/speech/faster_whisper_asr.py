@@ -12,9 +12,9 @@ how they are checked. Per utterance (one VAD segment or speaker turn):
 - word timestamps (optional) are offsets from the first sample handed in [s];
 - the encoder reads the utterance and 1 s after it, at least `window_s` (faster-whisper pads every
   input to 30 s of mel frames; CTranslate2's encoder takes fewer, as whisper.cpp's `audio_ctx` does).
-  At 10 s (the node's default, chosen on the dev episodes) a 3 s turn costs about a third of the
-  time, with the same word error rate on real speech and a mixed one on synthetic voices (README of
-  m3_perception, Encoder window); below 5 s Whisper base mishears and loops on short utterances.
+  At 10 s a 3 s turn costs about a third of the time, with the same words on real speech here, but
+  Whisper, trained on 30 s windows, can then loop on a line (README of m3_perception, Encoder
+  window), so the default is Whisper's own 30 s; below 5 s it mishears and loops on short ones.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class FasterWhisperAsr:
         language: str = "",
         beam_size: int = 1,
         word_timestamps: bool = False,
-        window_s: float = 10.0,
+        window_s: float = 30.0,
     ) -> None:
         """`model`: base | tiny.en | a CTranslate2 Whisper directory. `device` auto picks CUDA when
         CTranslate2 sees a GPU; `compute_type` auto = int8 on CPU, float16 on CUDA. `threads`: CPU
