@@ -87,9 +87,15 @@ def send(system, instruction: str, max_rounds: int = 5, feedback: list | None = 
     return future.result()
 
 
-def result_of(system, goal_handle):
+def result_of(system, goal_handle, feedback: list | None = None):
+    """The goal's result; with `feedback` (the list send() fills), also every round's feedback message:
+    feedback and result travel on different DDS channels, so the last round's feedback can arrive after
+    the result (CI 2026-12-05: rounds [1, 2] seen with rounds_used 3)."""
     future = goal_handle.get_result_async()
     spin_until(system["node"], future.done)
+    if feedback is not None:
+        rounds = future.result().result.rounds_used
+        spin_until(system["node"], lambda: bool(feedback) and feedback[-1].round >= rounds, timeout_s=10.0)
     return future.result()
 
 
@@ -105,7 +111,7 @@ def test_goal_feedback_result(system):
     feedback = []
     handle = send(system, "Where did Alice put the keys?", feedback=feedback)
     assert handle.accepted
-    response = result_of(system, handle)
+    response = result_of(system, handle, feedback)
     result = response.result
     assert response.status == GoalStatus.STATUS_SUCCEEDED
     assert result.error_code == Instruct.Result.SUCCEEDED, result.error_message
@@ -123,7 +129,7 @@ def test_a_model_that_does_not_know_gets_the_rules_answer(system, capsys):
     """The scripted model says "I don't know." to this question; memory holds the answer, so the rules
     (extractive) answer it, and the result says they did (rules_when_unsure, on by default)."""
     feedback = []
-    response = result_of(system, send(system, "Who put the car keys in the drawer?", feedback=feedback))
+    response = result_of(system, send(system, "Who put the car keys in the drawer?", feedback=feedback), feedback)
     result = response.result
     assert result.error_code == Instruct.Result.SUCCEEDED, result.error_message
     assert result.answered_by == "extractive" and "Alice" in result.answer and "drawer" in result.answer
