@@ -37,6 +37,13 @@ UNITS = {
 TENS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)}
 
 
+def _number_word(w: str) -> tuple[int, str] | None:
+    """(value, "unit" | "tens") of a number word below a hundred; None for any other word."""
+    if w in TENS:
+        return TENS[w], "tens"
+    return (UNITS[w], "unit") if w in UNITS else None
+
+
 def _cardinals(words: list[str]) -> list[str]:
     """Number words as digits: a truth says "twenty five euros" or "forty" where speech recognition
     writes "25 euros" and "40", and they say the same to a reader (and to the reference's model
@@ -47,21 +54,22 @@ def _cardinals(words: list[str]) -> list[str]:
     value: int | None = None  # the number being read
     last = ""  # what its last word was: "unit", "tens", "hundred"
     for i, w in enumerate(words):
-        follows = i + 1 < len(words) and (words[i + 1] in UNITS or words[i + 1] in TENS)
+        follows = i + 1 < len(words) and _number_word(words[i + 1]) is not None
+        number = _number_word(w)
         if value is not None and w == "and" and last == "hundred" and follows:
             continue
         if value is not None and w == "hundred" and last in ("unit", "tens"):
             value, last = value * 100, "hundred"
         elif value is not None and w in UNITS and 0 < UNITS[w] < 10 and last == "tens":
             value, last = value + UNITS[w], "unit"
-        elif value is not None and last == "hundred" and (w in UNITS or w in TENS):
-            value, last = value + UNITS.get(w, TENS.get(w, 0)), "tens" if w in TENS else "unit"
+        elif value is not None and last == "hundred" and number is not None:
+            value, last = value + number[0], number[1]
         else:
             if value is not None:
                 out.append(str(value))
                 value = None
-            if w in UNITS or w in TENS:
-                value, last = UNITS.get(w, TENS.get(w, 0)), "tens" if w in TENS else "unit"
+            if number is not None:
+                value, last = number
             else:
                 out.append(w)
     if value is not None:

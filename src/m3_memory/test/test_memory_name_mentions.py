@@ -108,7 +108,15 @@ def test_an_uncertain_speaker_gives_no_name_and_takes_none():
 def test_the_cue_words_role_wins_and_the_model_adds_what_they_did_not_read():
     cues = [(1, "Omar", "addressed"), (2, "Yusuf", "mentioned")]
     model = [(1, "omar", "self"), (2, "Yusuf Okoye", "addressed"), (3, "Lina", "self")]
-    assert merge_mentions(cues, model) == [*cues, (3, "Lina", "self")]
+    texts = ["Omar, did you lock up?", "Yusuf Okoye called.", "Lina here, I'm at the door."]
+    assert merge_mentions(cues, model, texts) == [*cues, (3, "Lina", "self")]
+
+
+def test_a_model_reading_of_the_speakers_own_name_needs_the_first_person():
+    """Two names called out ("Ravi, Sunita, lift the table") name no speaker, whatever the model says."""
+    texts = ["Ravi, Sunita, lift the table.", "They call me Sunita.", "Sunita speaking.", "Good, Sunita."]
+    model = [(1, "Sunita", "self"), (2, "Sunita", "self"), (3, "Sunita", "self"), (4, "Sunita", "self")]
+    assert merge_mentions([], [*model, (9, "Sunita", "self")], texts) == [(2, "Sunita", "self"), (3, "Sunita", "self")]
 
 
 def test_a_name_said_to_someone_else_is_not_the_speakers():

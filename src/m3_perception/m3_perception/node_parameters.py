@@ -296,11 +296,11 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
     "asr_threads": (0, _int("faster_whisper: CPU threads per decode; 0: all cores, at most 4", 0, 64)),
     "asr_beam_size": (5, _int("faster_whisper: beam width (Whisper's usual 5; 1 = greedy)", 1, 16)),
     "asr_window_s": (
-        30.0,
+        10.0,
         _float(
             "faster_whisper: the least audio Whisper's encoder reads per utterance (the utterance and 1 s "
-            "more when longer); 30 = Whisper's fixed window; 10 takes about a third of the time on short "
-            "turns but can loop on a line (README, Encoder window) [s]",
+            "more when longer); 10 takes about a third of the time of Whisper's fixed 30 s on short turns; "
+            "a transcript that repeats itself is decoded again at 30 s (README, Encoder window) [s]",
             5.0,
             30.0,
         ),

@@ -186,9 +186,9 @@ def test_encoder_frames_cover_the_utterance_within_whisper_window():
         FasterWhisperAsr("tiny.en", window_s=4.0)
 
 
-def test_the_encoder_reads_the_window_and_hears_real_speech_as_with_30_s(base, monkeypatch):
+def test_the_encoder_reads_the_window_and_hears_real_speech_as_with_30_s(monkeypatch):
     """Real LibriVox speech: with a 10 s window every encoder pass reads 1000 mel frames (the clips
-    are 3-7 s) and the words are those Whisper's fixed 30 s window (the default) gives."""
+    are 3-7 s) and the words are those Whisper's fixed 30 s window gives."""
     import faster_whisper.transcribe
 
     frames: list[int] = []
@@ -199,11 +199,48 @@ def test_the_encoder_reads_the_window_and_hears_real_speech_as_with_30_s(base, m
         return encode(self, features)
 
     monkeypatch.setattr(faster_whisper.transcribe.WhisperModel, "encode", spy)
-    windowed = FasterWhisperAsr(window_s=10.0)
+    windowed, whole = FasterWhisperAsr(window_s=10.0), FasterWhisperAsr(window_s=30.0)
     for clip in librivox_clips():
         frames.clear()
         short = normalize_text(windowed.transcribe(clip.samples).text)
         assert frames and set(frames) == {1000}, frames  # language detection and decoding
         frames.clear()
-        assert normalize_text(base.transcribe(clip.samples).text) == short
+        assert normalize_text(whole.transcribe(clip.samples).text) == short
         assert frames and set(frames) == {3000}, frames
+
+
+@pytest.mark.parametrize(
+    "loop",
+    [
+        "Rent-mach-all-mem-" + "w-" * 60,  # one word stuttered: Whisper's compression-ratio test
+        " ".join(f"item {i}" for i in range(40)),  # no repeats, but 80 words in a 4 s clip
+    ],
+)
+def test_a_windowed_transcript_that_loops_is_decoded_again_at_30_s(loop, monkeypatch):
+    """A shortened encoder window can make Whisper repeat itself (README, Encoder window). Such a
+    transcript (stood in here: the loop is Whisper's, on one espeak line of the perception bench) is
+    not kept: the utterance is decoded again over Whisper's own 30 s and that text is returned."""
+    from faster_whisper.transcribe import Segment, get_compression_ratio
+
+    asr = FasterWhisperAsr(window_s=10.0)
+    real = type(asr._model).transcribe
+    decoded: list[int] = []
+
+    def looping_when_windowed(self, audio, **options):
+        decoded.append(self.frames)
+        if self.frames == 3000:
+            return real(self, audio, **options)
+        segments, info = real(self, audio, **options)
+        list(segments)
+        seg = Segment(0, 0, 0.0, 4.0, loop, [1] * 80, -0.2, get_compression_ratio(loop), 0.0, None, 0.0)
+        return iter([seg]), info
+
+    monkeypatch.setattr(type(asr._model), "transcribe", looping_when_windowed)
+    clip = librivox_clips()[0]
+    text = normalize_text(asr.transcribe(clip.samples[: 4 * 16000]).text)
+    assert decoded == [1000, 3000] and asr.redecoded == 1
+    assert "w w w" not in text and "item" not in text and len(text.split()) >= 5
+    monkeypatch.setattr(type(asr._model), "transcribe", real)
+    decoded.clear()
+    asr.transcribe(clip.samples[: 4 * 16000])  # a sound transcript is decoded once
+    assert asr.redecoded == 1

@@ -108,16 +108,26 @@ class Turns:
         return bool(self.starts) and self.starts[j] - self.ends[i] > TURN_GAP_NS
 
 
+# A line that gives the speaker's own name speaks in the first person ("I'm Ana", "call me Ana", "my
+# name's Ana", "Ana here", "Ana speaking"); without it a name the model read as the speaker's is
+# said to or of someone (the 1.5B model gave a name called out, "Ravi, Sunita, lift the table", to the
+# speaker).
+FIRST_PERSON = re.compile(r"\b(?:i|i'm|im|i am|me|my|myself|mine|name|here|speaking)\b", re.I)
+
+
 def merge_mentions(
-    structure: list[tuple[int, str, str]], model: list[tuple[int, str, str]]
+    structure: list[tuple[int, str, str]], model: list[tuple[int, str, str]], texts: list[str]
 ) -> list[tuple[int, str, str]]:
     """The cue words' mentions, then the model's on (line, name) pairs the cues did not read: where
     both read a name on a line, the cue words' role wins (they read "Omar, did you...?" as addressed
-    where the 1.5B model gave Omar to the speaker)."""
+    where the 1.5B model gave Omar to the speaker). A model's `self` reading of a line (1-based in
+    `texts`) with no first-person word is dropped (FIRST_PERSON)."""
     read = {(line, word) for line, name, _ in structure for word in name.lower().split()}
     merged = list(structure)
     for line, name, role in model:
         words = {(line, word) for word in name.lower().split()}
+        if role == "self" and not (1 <= line <= len(texts) and FIRST_PERSON.search(texts[line - 1])):
+            continue
         if not words & read:  # "Ana Lopez" where the cue words read "Ana" is the same reading
             read |= words
             merged.append((line, name, role))

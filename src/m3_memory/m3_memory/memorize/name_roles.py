@@ -86,7 +86,8 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
             re.I,
         ),
     ),
-    ("addressed", re.compile(r",\s*" + _N + r"\s*(?:[.!?]+\s*$|$)", re.I)),  # "..., Omar?" at the end
+    # "..., Omar?" ending the line or a sentence of it ("Of course, Anya. Still no news.")
+    ("addressed", re.compile(r",\s*" + _N + r"\s*(?:[.!?]+(?=\s|$)|$)", re.I)),
     ("addressed", re.compile(r"\b(?:you|your)\b[^,.!?]*,\s*" + _N + r"\s*,", re.I)),  # "could you, Ana, ..."
     (
         "mentioned",

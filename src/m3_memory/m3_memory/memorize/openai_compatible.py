@@ -339,7 +339,7 @@ class OpenAIMemorizer:
             for line, raw, whose in reply.mentions
             if 1 <= line <= len(texts) and (name := said_name(raw, [texts[line - 1]])) is not None
         ]
-        merged = merge_mentions([(line, name, role) for line, name, role, _ in cues], said)
+        merged = merge_mentions([(line, name, role) for line, name, role, _ in cues], said, texts)
         placed = resolve_mentions(view.turns, merged)
         if len(said) < len(reply.mentions) or len(placed) < len(merged):
             log.info(

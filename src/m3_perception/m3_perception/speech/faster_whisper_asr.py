@@ -14,7 +14,9 @@ how they are checked. Per utterance (one VAD segment or speaker turn):
   input to 30 s of mel frames; CTranslate2's encoder takes fewer, as whisper.cpp's `audio_ctx` does).
   At 10 s a 3 s turn costs about a third of the time, with the same words on real speech here, but
   Whisper, trained on 30 s windows, can then loop on a line (README of m3_perception, Encoder
-  window), so the default is Whisper's own 30 s; below 5 s it mishears and loops on short ones.
+  window): a shortened window's transcript that repeats itself (Whisper's own compression-ratio test,
+  > 2.4) or says more words than the audio can hold is decoded again over the full 30 s, so a loop
+  costs one more decode, not the line. Below 5 s Whisper mishears short turns.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ COMPUTE_TYPES = ("auto", "int8", "int8_float16", "int8_float32", "float16", "bfl
 FRAMES_PER_S = 100  # Whisper's mel frames (hop 160 samples at 16 kHz)
 WHISPER_FRAMES = 3000  # Whisper's fixed 30 s window
 MIN_WINDOW_S, MAX_WINDOW_S = 5.0, 30.0
+MAX_COMPRESSION_RATIO = 2.4  # Whisper's own repetition test (gzip ratio of a segment's text)
+MAX_WORDS_PER_S = 6.0  # fast speech is ~4 words/s: more is a decoder repeating itself
+TOKENS_PER_S = 12  # a windowed decode stops here (Whisper writes ~1.3 tokens a word): a loop costs little
 
 
 def _cuda_available() -> bool:
@@ -46,7 +51,7 @@ def encoder_frames(samples: int, window_s: float) -> int:
     """Mel frames the encoder reads for an utterance of `samples` (16 kHz): the utterance and 1 s more,
     at least `window_s`, at most Whisper's 30 s (longer audio is decoded 30 s at a time); even, since
     the encoder's convolutions halve it."""
-    frames = max(round(window_s * FRAMES_PER_S), math.ceil(samples / 160) + FRAMES_PER_S)
+    frames = max(round(window_s * FRAMES_PER_S), math.ceil(samples * FRAMES_PER_S / 16000) + FRAMES_PER_S)
     frames = min(WHISPER_FRAMES, frames)
     return frames + frames % 2
 
@@ -78,12 +83,12 @@ class FasterWhisperAsr:
         language: str = "",
         beam_size: int = 1,
         word_timestamps: bool = False,
-        window_s: float = 30.0,
+        window_s: float = 10.0,
     ) -> None:
         """`model`: base | tiny.en | a CTranslate2 Whisper directory. `device` auto picks CUDA when
         CTranslate2 sees a GPU; `compute_type` auto = int8 on CPU, float16 on CUDA. `threads`: CPU
         threads for one decode (0: all cores, at most 4). `window_s`: the least audio the encoder
-        reads per utterance (5-30 s; 30: Whisper's fixed window)."""
+        reads per utterance (5-30 s; 30: Whisper's fixed window; 10, the node's default)."""
         if not MIN_WINDOW_S <= window_s <= MAX_WINDOW_S:
             raise ValueError(f"asr_window_s must be {MIN_WINDOW_S:g}..{MAX_WINDOW_S:g} s, got {window_s}")
         if device not in DEVICES:
@@ -115,13 +120,26 @@ class FasterWhisperAsr:
         self.language = language if self.multilingual else "en"
         self.beam_size = beam_size
         self.word_timestamps = word_timestamps
+        self.redecoded = 0  # windowed transcripts that repeated themselves and were decoded at 30 s
         self.transcribe(np.zeros(16000, np.float32))  # first call sets CTranslate2 up, not the first utterance
 
     def transcribe(self, samples: np.ndarray) -> Transcript:
         x = checked_mono(samples)
-        self._model.frames = encoder_frames(len(x), self.window_s)
+        frames = encoder_frames(len(x), self.window_s)
+        transcript, degenerate = self._decode(x, frames)
+        if degenerate and frames < WHISPER_FRAMES:
+            self.redecoded += 1
+            transcript, _ = self._decode(x, WHISPER_FRAMES)
+        return transcript
+
+    def _decode(self, x: np.ndarray, frames: int) -> tuple[Transcript, bool]:
+        """The transcript with the encoder reading `frames` mel frames, and whether it repeats itself."""
+        self._model.frames = frames
+        seconds = len(x) / 16000
+        cap = int(TOKENS_PER_S * seconds) + 16 if frames < WHISPER_FRAMES else None
         segments, info = self._model.transcribe(
             x,
+            max_new_tokens=cap,
             language=self.language or None,
             beam_size=self.beam_size,
             word_timestamps=self.word_timestamps,
@@ -131,17 +149,19 @@ class FasterWhisperAsr:
             condition_on_previous_text=False,  # an utterance is short; earlier text only invites repetition
             vad_filter=False,  # the voice pipeline has cut the speech already
         )
-        texts, weighted, tokens, words = [], 0.0, 0, []
+        texts, weighted, tokens, words, repeats = [], 0.0, 0, [], False
         for seg in segments:  # a generator: decoding happens here
             if seg.text.strip():
                 texts.append(seg.text.strip())
                 n = max(1, len(seg.tokens))
                 weighted += seg.avg_logprob * n
                 tokens += n
+                repeats |= seg.compression_ratio > MAX_COMPRESSION_RATIO or (cap is not None and n >= cap)
             words.extend(
                 WordTiming(w.word.strip(), float(w.start), float(w.end), float(w.probability)) for w in seg.words or ()
             )
         text = " ".join(texts)
         conf = math.exp(weighted / tokens) if text and tokens else 0.0
         language = info.language if self.multilingual else "en"
-        return Transcript(text, min(1.0, max(0.0, conf)), language, tuple(words))
+        too_many_words = len(text.split()) > MAX_WORDS_PER_S * seconds + 4
+        return Transcript(text, min(1.0, max(0.0, conf)), language, tuple(words)), repeats or too_many_words
