@@ -65,6 +65,43 @@ def test_the_server_runs_with_one_core_left_to_the_nodes(llm_server):
     assert chat(llm_server.base_url, llm_server.model, "Say OK.")["choices"][0]["message"]["content"]
 
 
+def test_a_streamed_reply_is_not_cut_by_a_request_that_arrives_meanwhile(llm_server):
+    """The reasoner streams its answer while the memorizer may send a clip: the real server finishes
+    the stream (its last chunk gives a finish_reason) and then answers the second request. With the
+    library's default (--interrupt_requests true) it ended the stream with [DONE] mid-answer."""
+    import threading
+
+    body = {
+        "model": llm_server.model,
+        "messages": [{"role": "user", "content": "Count from 1 to 60, the numbers separated by spaces."}],
+        "max_tokens": 48,
+        "temperature": 0,
+        "stream": True,
+    }
+    first_chunk, finish, text, second = threading.Event(), [], [], []
+
+    def other_request() -> None:
+        first_chunk.wait(120)
+        second.append(chat(llm_server.base_url, llm_server.model, "Say OK.", max_tokens=4))
+
+    other = threading.Thread(target=other_request)
+    other.start()
+    with requests.post(f"{llm_server.base_url}/chat/completions", json=body, stream=True, timeout=120) as response:
+        for line in response.iter_lines():
+            if not line.startswith(b"data:") or line[5:].strip() == b"[DONE]":
+                continue
+            choice = json.loads(line[5:])["choices"][0]
+            text.append((choice.get("delta") or {}).get("content") or "")
+            finish.append(choice.get("finish_reason"))
+            if len(text) == 2:
+                first_chunk.set()  # the other request now waits for the model
+                time.sleep(0.5)
+    other.join(120)
+    assert finish and finish[-1] in ("stop", "length"), ("".join(text), finish[-3:])
+    assert len("".join(text).split()) >= 10
+    assert second and second[0]["choices"][0]["message"]["content"]
+
+
 def test_profile_thread_counts_reach_the_server_flags(tmp_path):
     from m3_agent.llm.service import server_config
 

@@ -65,6 +65,10 @@ class ServerConfig:
             # The server's default keeps logits of every prompt token (n_ctx x vocabulary floats, and an
             # output layer per token); only logprobs need them, and the nodes never ask for logprobs.
             *("--logits_all", "false"),
+            # The library's default ends a streamed reply ("[DONE]") as soon as another request waits:
+            # the reasoner's streamed answer was cut whenever the memorizer sent a clip mid-answer
+            # (a question asked during a replay: "the reply is not a JSON object"). Requests queue instead.
+            *("--interrupt_requests", "false"),
             *cache,
             *self.extra_args,
         ]

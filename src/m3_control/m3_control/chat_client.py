@@ -55,8 +55,12 @@ class _Failure(Exception):
 
 
 def _stream_text(response: requests.Response, abandon: threading.Event) -> str | None:
-    """The content of a server-sent-events reply; None when abandoned (the response is then closed)."""
+    """The content of a server-sent-events reply; None when abandoned (the response is then closed).
+    A stream that ends before a chunk gives its finish_reason was cut short by the server (llama-cpp-
+    python's server ends one when another request arrives, unless started with --interrupt_requests
+    false): a retryable failure, not a reply to parse."""
     parts: list[str] = []
+    finished = False
     for line in response.iter_lines():
         if abandon.is_set():
             return None
@@ -72,6 +76,9 @@ def _stream_text(response: requests.Response, abandon: threading.Event) -> str |
         if not choice:
             continue
         parts.append((choice.get("delta") or {}).get("content") or "")
+        finished = finished or bool(choice.get("finish_reason"))
+    if not finished:
+        raise _Failure(True, "the server ended the streamed reply before it finished (no finish_reason)")
     return "".join(parts)
 
 

@@ -122,7 +122,8 @@ class FakeMemory:
 class ChatServer:
     """A local HTTP server speaking /v1/chat/completions with scripted replies.
 
-    Each script entry is a reply text, or ("delay", seconds, text) to answer late, or ("status", code).
+    Each script entry is a reply text, or ("delay", seconds, text) to answer late, or ("status", code),
+    or ("cut", text): streamed, ended with [DONE] before a finish_reason (a server that cut it short).
     A request with "stream": true is answered as server-sent events, one chunk per word, `chunk_s`
     apart (as a model writes); `stream_stopped` counts streams the client closed before the end.
     Requests (their JSON bodies) are recorded in `requests`.
@@ -156,8 +157,9 @@ class ChatServer:
                 if isinstance(entry, tuple) and entry[0] == "delay":
                     time.sleep(entry[1])
                     entry = entry[2]
+                cut = isinstance(entry, tuple) and entry[0] == "cut"
                 if body.get("stream"):
-                    self.stream(entry)
+                    self.stream(entry[1] if cut else entry, finished=not cut)
                     return
                 reply = {
                     "id": "chatcmpl-test",
@@ -177,13 +179,14 @@ class ChatServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout test)
 
-            def stream(self, text: str) -> None:
+            def stream(self, text: str, finished: bool = True) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
                 words = re.findall(r"\S+\s*", text) or [""]
                 chunks = [{"delta": {"role": "assistant", "content": ""}}]
-                chunks += [{"delta": {"content": w}} for w in words] + [{"delta": {}, "finish_reason": "stop"}]
+                chunks += [{"delta": {"content": w}} for w in words]
+                chunks += [{"delta": {}, "finish_reason": "stop"}] if finished else []
                 try:
                     for chunk in chunks:
                         time.sleep(server.chunk_s)

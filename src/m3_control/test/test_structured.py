@@ -195,6 +195,19 @@ def test_cancel_mid_reply_returns_at_once_and_closes_the_stream():
     assert server.stream_stopped == 1  # the stream was closed, so a real server stops generating
 
 
+def test_a_streamed_reply_cut_short_is_asked_again_not_parsed():
+    """A stream that ends before its finish_reason (llama-cpp-python's server cut the reasoner's answer
+    whenever the memorizer sent a clip) is a transport failure: retried, and unparsed."""
+    whole = answer("In the red drawer.")
+    with ChatServer([("cut", whole[: len(whole) // 2]), whole]) as server:
+        result, _, _ = ask(server, "Where are the keys?", retries=1)
+    assert result.code == "SUCCEEDED" and result.answer == "In the red drawer."
+    assert len(server.requests) == 2
+    with ChatServer([("cut", whole)] * 2) as server:  # even a cut that happens to parse is not a reply
+        result, _, _ = ask(server, "Where are the keys?", retries=1)
+    assert result.code == "MODEL_UNREACHABLE" and "before it finished" in result.error_message
+
+
 def test_unknown_settings_stop_at_construction():
     with pytest.raises(ValueError, match="knowledge"):
         OpenAIReasoner(OpenAIConfig(knowledge="everything"))
