@@ -32,6 +32,16 @@ def test_normalised_match_is_labelled(capsys):
     assert not judge.match("notebook", "a note about a book")
 
 
+def test_a_plural_answers_its_singular_and_back():
+    assert judge.match("pie", "Strawberries are for pies.")
+    assert judge.match("strawberry pies", "strawberry pie")
+    assert judge.match("box", "in the boxes under the bed")
+    assert judge.match("berries", "a berry tart")
+    assert judge.match("glasses", "her glass")  # both sides folded the same way
+    assert not judge.match("pie", "a piece of cake")  # still whole words
+    assert not judge.match("cats", "the dog")
+
+
 def test_number_words_match_the_digits_speech_recognition_writes():
     assert judge.match("twenty five euros", "A new chain cost 25 euros.")
     assert judge.match("forty", "Order 40 inner tubes.")
