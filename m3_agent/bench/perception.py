@@ -339,6 +339,8 @@ def main(argv: list[str] | None = None) -> int:
         "asr_wer": corpus_wer(HTS_VOICE),  # the figure: the Festival HTS voice (None if it never spoke)
         "asr_wer_all": corpus_wer(None),
         "asr_wer_by_voice": {v: corpus_wer(v) for v in sorted(set(voice_truth))},
+        # windowed transcripts that repeated themselves and were decoded again at 30 s (None: no window)
+        "asr_redecoded": getattr(voices.asr, "redecoded", None),
         **real,
         **seeing,  # objects: precision/recall on labelled package photos; ocr: CER of notes pasted on photos
         "conversations": conversations,  # per variant: der, der_no_collar, voice_ids_per_speaker, ... per seed

@@ -113,10 +113,13 @@ def test_the_cue_words_role_wins_and_the_model_adds_what_they_did_not_read():
 
 
 def test_a_model_reading_of_the_speakers_own_name_needs_the_first_person():
-    """Two names called out ("Ravi, Sunita, lift the table") name no speaker, whatever the model says."""
-    texts = ["Ravi, Sunita, lift the table.", "They call me Sunita.", "Sunita speaking.", "Good, Sunita."]
-    model = [(1, "Sunita", "self"), (2, "Sunita", "self"), (3, "Sunita", "self"), (4, "Sunita", "self")]
-    assert merge_mentions([], [*model, (9, "Sunita", "self")], texts) == [(2, "Sunita", "self"), (3, "Sunita", "self")]
+    """Two names called out ("Ravi, Sunita, lift the table") name no speaker, whatever the model says;
+    "here" after a comma calls someone over ("Sunita, come here"), right after the name it announces them."""
+    texts = ["Ravi, Sunita, lift the table.", "They call me Sunita.", "Sunita speaking.", "Good, Sunita.",
+             "Sunita, come here.", "Sunita here, at the gate."]  # fmt: skip
+    model = [(line, "Sunita", "self") for line in range(1, 7)]
+    kept = merge_mentions([], [*model, (9, "Sunita", "self")], texts)
+    assert kept == [(2, "Sunita", "self"), (3, "Sunita", "self"), (6, "Sunita", "self")]
 
 
 def test_a_name_said_to_someone_else_is_not_the_speakers():

@@ -36,7 +36,7 @@ from m3_memory.memorize.rules import RulesMemorizer
         ("Nice to meet you, Mei.", [Mention("Mei", "addressed")]),
         ("Can you pass the salt, Omar?", [Mention("Omar", "addressed")]),
         ("Of course, Anya. Still no news from the bank.", [Mention("Anya", "addressed")]),  # a sentence's end
-        ("Sure thing, Kofi! I'll bring it.", [Mention("Kofi", "addressed")]),
+        ("Sure thing, Ilse! I'll bring it.", [Mention("Ilse", "addressed")]),
         ("It costs 3,50. Thanks.", []),
         ("Good morning, Dr. Okafor.", [Mention("Okafor", "addressed")]),
         ("Tell Yusuf I called.", [Mention("Yusuf", "mentioned")]),

@@ -109,10 +109,16 @@ class Turns:
 
 
 # A line that gives the speaker's own name speaks in the first person ("I'm Ana", "call me Ana", "my
-# name's Ana", "Ana here", "Ana speaking"); without it a name the model read as the speaker's is
-# said to or of someone (the 1.5B model gave a name called out, "Ravi, Sunita, lift the table", to the
-# speaker).
-FIRST_PERSON = re.compile(r"\b(?:i|i'm|im|i am|me|my|myself|mine|name|here|speaking)\b", re.I)
+# name's Ana") or announces them ("Ana here", "Ana speaking": those words right after the name, since
+# "Ana, come here" calls Ana); without it a name the model read as the speaker's is said to or of
+# someone (the 1.5B model gave a name called out, "Ravi, Sunita, lift the table", to the speaker).
+FIRST_PERSON = re.compile(r"\b(?:i|i'm|im|i am|me|my|myself|mine|name)\b", re.I)
+
+
+def speaks_as(text: str, name: str) -> bool:
+    """Whether `text` can give `name` as its speaker's own: a first-person word, or "<name> here/speaking"."""
+    announced = rf"\b{re.escape(name)}\W+(?:here|speaking)\b"
+    return bool(FIRST_PERSON.search(text) or re.search(announced, text, re.I))
 
 
 def merge_mentions(
@@ -121,12 +127,12 @@ def merge_mentions(
     """The cue words' mentions, then the model's on (line, name) pairs the cues did not read: where
     both read a name on a line, the cue words' role wins (they read "Omar, did you...?" as addressed
     where the 1.5B model gave Omar to the speaker). A model's `self` reading of a line (1-based in
-    `texts`) with no first-person word is dropped (FIRST_PERSON)."""
+    `texts`) that cannot give the speaker's own name is dropped (`speaks_as`)."""
     read = {(line, word) for line, name, _ in structure for word in name.lower().split()}
     merged = list(structure)
     for line, name, role in model:
         words = {(line, word) for word in name.lower().split()}
-        if role == "self" and not (1 <= line <= len(texts) and FIRST_PERSON.search(texts[line - 1])):
+        if role == "self" and not (1 <= line <= len(texts) and speaks_as(texts[line - 1], name)):
             continue
         if not words & read:  # "Ana Lopez" where the cue words read "Ana" is the same reading
             read |= words

@@ -149,19 +149,25 @@ class FasterWhisperAsr:
             condition_on_previous_text=False,  # an utterance is short; earlier text only invites repetition
             vad_filter=False,  # the voice pipeline has cut the speech already
         )
-        texts, weighted, tokens, words, repeats = [], 0.0, 0, [], False
+        kept, words = [], []
         for seg in segments:  # a generator: decoding happens here
             if seg.text.strip():
-                texts.append(seg.text.strip())
-                n = max(1, len(seg.tokens))
-                weighted += seg.avg_logprob * n
-                tokens += n
-                repeats |= seg.compression_ratio > MAX_COMPRESSION_RATIO or (cap is not None and n >= cap)
+                kept.append(seg)
             words.extend(
                 WordTiming(w.word.strip(), float(w.start), float(w.end), float(w.probability)) for w in seg.words or ()
             )
-        text = " ".join(texts)
-        conf = math.exp(weighted / tokens) if text and tokens else 0.0
+        text = " ".join(seg.text.strip() for seg in kept)
+        tokens = sum(max(1, len(seg.tokens)) for seg in kept)
+        conf = math.exp(sum(seg.avg_logprob * max(1, len(seg.tokens)) for seg in kept) / tokens) if tokens else 0.0
         language = info.language if self.multilingual else "en"
-        too_many_words = len(text.split()) > MAX_WORDS_PER_S * seconds + 4
-        return Transcript(text, min(1.0, max(0.0, conf)), language, tuple(words)), repeats or too_many_words
+        transcript = Transcript(text, min(1.0, max(0.0, conf)), language, tuple(words))
+        return transcript, _loops(kept, text, seconds, cap)
+
+
+def _loops(segments: list, text: str, seconds: float, cap: int | None) -> bool:
+    """Whether a transcript repeats itself: a segment that compresses too well (Whisper's own test) or
+    ran into the token cap, or more words than `seconds` of speech can hold."""
+    return (
+        any(s.compression_ratio > MAX_COMPRESSION_RATIO or (cap is not None and len(s.tokens) >= cap) for s in segments)
+        or len(text.split()) > MAX_WORDS_PER_S * seconds + 4
+    )
