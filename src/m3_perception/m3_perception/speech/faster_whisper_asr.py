@@ -15,8 +15,9 @@ how they are checked. Per utterance (one VAD segment or speaker turn):
   At 10 s a 3 s turn costs about a third of the time, with the same words on real speech here, but
   Whisper, trained on 30 s windows, can then loop on a line (README of m3_perception, Encoder
   window): a shortened window's transcript that repeats itself (Whisper's own compression-ratio test,
-  > 2.4) or says more words than the audio can hold is decoded again over the full 30 s, so a loop
-  costs one more decode, not the line. Below 5 s Whisper mishears short turns.
+  > 2.4), says more words than the audio can hold, or stops after fewer words than anyone says in
+  that time ("Did" for 1.7 s of "Did you mark the history essays?") is decoded again over the full
+  30 s, so a slip costs one more decode, not the line. Below 5 s Whisper mishears short turns.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ WHISPER_FRAMES = 3000  # Whisper's fixed 30 s window
 MIN_WINDOW_S, MAX_WINDOW_S = 5.0, 30.0
 MAX_COMPRESSION_RATIO = 2.4  # Whisper's own repetition test (gzip ratio of a segment's text)
 MAX_WORDS_PER_S = 6.0  # fast speech is ~4 words/s: more is a decoder repeating itself
+# Fewer words than this a second is a decoder that stopped early: the slowest real phrases here (Beckett's
+# "Ever failed.", Endgame's "Yes.", the pocketsphinx cards), with 0.2 s around them, say 1.4-2 words/s.
+MIN_WORDS_PER_S = 0.75
 TOKENS_PER_S = 12  # a windowed decode stops here (Whisper writes ~1.3 tokens a word): a loop costs little
 
 
@@ -120,7 +124,7 @@ class FasterWhisperAsr:
         self.language = language if self.multilingual else "en"
         self.beam_size = beam_size
         self.word_timestamps = word_timestamps
-        self.redecoded = 0  # windowed transcripts that repeated themselves and were decoded at 30 s
+        self.redecoded = 0  # windowed transcripts that slipped (repeated themselves, stopped early): decoded at 30 s
         self.transcribe(np.zeros(16000, np.float32))  # first call sets CTranslate2 up, not the first utterance
 
     def transcribe(self, samples: np.ndarray) -> Transcript:
@@ -133,7 +137,7 @@ class FasterWhisperAsr:
         return transcript
 
     def _decode(self, x: np.ndarray, frames: int) -> tuple[Transcript, bool]:
-        """The transcript with the encoder reading `frames` mel frames, and whether it repeats itself."""
+        """The transcript with the encoder reading `frames` mel frames, and whether it slipped (`_slipped`)."""
         self._model.frames = frames
         seconds = len(x) / 16000
         cap = int(TOKENS_PER_S * seconds) + 16 if frames < WHISPER_FRAMES else None
@@ -161,13 +165,16 @@ class FasterWhisperAsr:
         conf = math.exp(sum(seg.avg_logprob * max(1, len(seg.tokens)) for seg in kept) / tokens) if tokens else 0.0
         language = info.language if self.multilingual else "en"
         transcript = Transcript(text, min(1.0, max(0.0, conf)), language, tuple(words))
-        return transcript, _loops(kept, text, seconds, cap)
+        return transcript, _slipped(kept, text, seconds, cap)
 
 
-def _loops(segments: list, text: str, seconds: float, cap: int | None) -> bool:
-    """Whether a transcript repeats itself: a segment that compresses too well (Whisper's own test) or
-    ran into the token cap, or more words than `seconds` of speech can hold."""
+def _slipped(segments: list, text: str, seconds: float, cap: int | None) -> bool:
+    """Whether a transcript repeats itself (a segment that compresses too well, Whisper's own test, or
+    ran into the token cap; more words than `seconds` of speech can hold) or stopped early (some words,
+    but fewer than anyone says in `seconds`; none at all is silence, not a slip)."""
+    words = len(text.split())
     return (
         any(s.compression_ratio > MAX_COMPRESSION_RATIO or (cap is not None and len(s.tokens) >= cap) for s in segments)
-        or len(text.split()) > MAX_WORDS_PER_S * seconds + 4
+        or words > MAX_WORDS_PER_S * seconds + 4
+        or 0 < words < MIN_WORDS_PER_S * seconds
     )
