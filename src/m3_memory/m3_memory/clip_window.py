@@ -118,6 +118,15 @@ class ClipWindows:
             clip.keyframe_jpeg = jpeg
         return closed
 
+    def heard(self) -> ClipEvidence | None:
+        """A copy of the open window's clip (its lists copied), or None: what search/heard.py serves
+        from another thread. Copying a list is atomic in CPython, so no lock is taken: a search never
+        waits behind evidence blocked on a full memorizer backlog."""
+        clip = self._open
+        if clip is None:
+            return None
+        return ClipEvidence(clip.clip_index, clip.start_ns, clip.end_ns, voices=list(clip.voices))
+
     def revise(self, revision: VoiceRevision) -> int:
         """Apply a revision of voices to the evidence not yet stored (see the module docstring).
         Returns the corrections that came too late: their utterance is not in the open window."""

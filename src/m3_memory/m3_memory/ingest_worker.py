@@ -94,6 +94,11 @@ class ClipIngester:
         with self._cond:
             return len(self._queue)
 
+    def waiting(self) -> list[ClipEvidence]:
+        """The clips submitted and not yet stored, oldest first (what search/heard.py serves meanwhile)."""
+        with self._cond:
+            return list(self._queue)
+
     def submit(self, clip: ClipEvidence) -> None:
         """Queue a closed clip; blocks while the backlog is full (backpressure, never a drop)."""
         with self._cond:

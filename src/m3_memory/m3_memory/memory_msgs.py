@@ -99,6 +99,7 @@ def clip_msg(record: ClipRecord) -> ClipMemory:
         score=float(record.score),
         entity_ids=list(record.entity_ids),
         robot_id=record.robot_id,
+        heard=record.heard,
     )
     msg.header.stamp = to_time(record.end_ns)
     scores, names = record.node_scores, record.names

@@ -40,7 +40,7 @@ from m3_memory.evidence_msgs import (
     voice_evidence,
     voice_revision,
 )
-from m3_memory.graph.records import ClipRecord
+from m3_memory.graph.records import ClipEvidence, ClipRecord
 from m3_memory.graph.tags import kind_of
 from m3_memory.hri_output import HriPersonsOutput
 from m3_memory.ingest_worker import ClipIngester
@@ -116,6 +116,7 @@ class MemoryNode(MemoryServicesMixin, ManagedNode):
         )
         if self.memory is not None:
             self.ingester = clip_ingester(p, self.memory, self._published, self._log)
+            self.memory.search.unstored = self._unstored  # lines heard and not memorized yet are searchable
         self.hri = HriPersonsOutput.create(self, p["publish_hri"], self.memory)  # REP-155 persons, or None
         self.get_logger().info(
             f"memory_node: store {self.memory_dir}, memorizer {p['memorizer']}, clips of {p['clip_seconds']} s"
@@ -254,6 +255,13 @@ class MemoryNode(MemoryServicesMixin, ManagedNode):
                 self.get_logger().error(f"clip {clip.clip_index} not stored: {self.store_error}")
                 continue
             self.ingester.submit(clip)
+
+    def _unstored(self) -> list[ClipEvidence]:
+        """The clips waiting for the memorizer and the open window (search/heard.py), without the ingest
+        lock: a search never waits behind evidence blocked on a full backlog."""
+        waiting = self.ingester.waiting() if self.ingester is not None else []
+        opened = self.windows.heard() if self.windows is not None else None
+        return waiting + ([opened] if opened is not None else [])
 
     def _log(self, level: str, message: str) -> None:
         getattr(self.get_logger(), level)(message)

@@ -115,3 +115,29 @@ def test_the_last_clip_is_stored_when_the_stream_stops(system):
     assert found.error_code == SearchClip.Response.OK and found.clips
     assert found.clips[0].clip_index == clip.clip_index
     assert any("Charlie" in m.text for m in found.clips[0].episodic + found.clips[0].semantic)
+
+
+def test_a_line_of_the_open_clip_is_found_before_the_clip_is_stored(system):
+    """Asked right after hearing it, the memory answers from the clip still open (search/heard.py): the
+    line comes back word for word in a clip marked heard; once the stream stops and the clip is stored,
+    the stored clip answers instead."""
+    node, clips = system["node"], system["clips"]
+    say(system, 140.0, 142.0, "Two rye loaves cost six euros")
+    request = SearchClip.Request(query="How much do the rye loaves cost?", threshold=0.3)
+    deadline, step, found = time.monotonic() + MARGIN_S, 0, None
+    while found is None:
+        assert time.monotonic() < deadline, "the open clip's line was never found"
+        step += 1
+        processed_until(system, 142.0 + step / 10)  # the stream goes on inside the window: it stays open
+        reply = call(node, SearchClip, "/m3/memory/search_clip", request)
+        assert reply.error_code == SearchClip.Response.OK, reply.error_message
+        found = next((c for c in reply.clips if c.heard), None)
+    assert not any(m.start.sec == 140 for _, m in clips), "the clip was stored before the line was found"
+    assert (found.clip_index, found.start.sec, found.end.sec, list(found.semantic)) == (4, 140, 150, [])
+    [line] = found.episodic
+    assert line.node_id == "heard_4_0" and line.kind == "episodic" and "six euros" in line.text
+    assert (line.start.sec, line.end.sec) == (140, 142)
+    spin_until(node, lambda: any(m.start.sec == 140 for _, m in clips), IDLE_S + MARGIN_S)  # the stream stopped
+    reply = call(node, SearchClip, "/m3/memory/search_clip", request)
+    assert [(c.clip_index, c.heard) for c in reply.clips][:1] == [(4, False)]
+    assert any("six euros" in m.text for m in reply.clips[0].episodic)

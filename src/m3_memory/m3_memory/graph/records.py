@@ -238,6 +238,7 @@ class ClipRecord:
     node_scores: dict[str, float] = field(default_factory=dict)  # memory id -> cosine to the query
     robot_id: str = ""  # the robot that stored the clip (its clip_index counts that robot's clips)
     names: dict[str, str] = field(default_factory=dict)  # search results: id its memories name -> its person's name
+    heard: bool = False  # not memorized yet: its episodic memories are the lines heard so far (search/heard.py)
 
     def started_by(self, stamp_ns: int) -> ClipRecord:
         """The clip as it was known at stamp_ns: only memories that had started by then."""

@@ -11,6 +11,7 @@ import math
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -27,6 +28,7 @@ from m3_memory.graph.records import (
     KIND_SEMANTIC,
     KIND_VOICE,
     TEXT_KINDS,
+    ClipEvidence,
     ClipRecord,
     TextNode,
 )
@@ -35,6 +37,7 @@ from m3_memory.search.embedder import TextEmbedder
 from m3_memory.search.entity_search import EntitySearchMixin, check_embedding
 from m3_memory.search.entity_view import entity_names, entity_view, graph_stats
 from m3_memory.search.fleet import FleetSearch
+from m3_memory.search.heard import heard_records
 from m3_memory.search.locate import Located, locate, object_labelled, person_named
 from m3_memory.search.request_checks import check_limits, check_query, check_top_k
 from m3_memory.search.search_types import ClipQuery, EntityView, SearchConfig, SearchHit, Stats
@@ -65,6 +68,9 @@ class MemorySearch(EntitySearchMixin):
         self._conversations: OrderedDict[str, dict[str, str]] = OrderedDict()
         self._conv_lock = threading.Lock()
         self.fleet = FleetSearch(graph, self.config.robot_id, self.render_tags)
+        # Clips heard and not memorized yet (search/heard.py); the memory node sets this to its open window
+        # and its memorizer backlog.
+        self.unstored: Callable[[], list[ClipEvidence]] = list
 
     # -- query expansion --------------------------------------------------------------------------
     def _person_names(self) -> set[str]:
@@ -272,7 +278,8 @@ class MemorySearch(EntitySearchMixin):
             vectors, top_k, threshold, before_clip, before_stamp_ns, self._conversation(conversation_id), where,
             region_named(self.graph.regions, query, where),
         )  # fmt: skip
-        records = self._local_clips(request) if scope.local else []
+        records = self._local_clips(request) + self._heard(request) if scope.local else []
+        records = sorted(records, key=lambda r: -r.score)[:top_k]  # stable: stored before heard at a tie
         if scope.remote:
             records += self.fleet.clip_records(scope, request)
             records = sorted(records, key=lambda r: (-r.score, r.robot_id != self.fleet.own, r.robot_id))[:top_k]
@@ -286,6 +293,21 @@ class MemorySearch(EntitySearchMixin):
         names = self.get_names(sorted(set().union(*named)))
         for record, ids in zip(records, named, strict=True):
             record.names = {i: names.get(i, "") for i in ids}
+
+    def _heard(self, request: ClipQuery) -> list[ClipRecord]:
+        """search_clip over the lines heard and not memorized yet (search/heard.py), tags rendered."""
+        clips = self.unstored()
+        if not clips:
+            return []
+        with self.graph.lock:
+            stored, ids = set(self.graph.clips), dict(self.graph.session_map)
+        records = heard_records(
+            clips, ids, self.embedder.embed, request.vectors, request.threshold, request.before_clip,
+            request.before_stamp_ns, request.where, stored,
+        )  # fmt: skip
+        for record in records:
+            record.episodic = [replace(n, text=self.render_tags(n.text, request.labels)) for n in record.episodic]
+        return records
 
     def _local_clips(self, request: ClipQuery) -> list[ClipRecord]:
         """search_clip over this robot's graph in RAM."""
