@@ -68,6 +68,7 @@ def test_search_clip_ranks_heard_lines_with_the_stored_clips(tmp_path, embedder)
         records = mem.search.search_clip(question, top_k=3, threshold=-1.0)
         assert (records[0].clip_index, records[0].heard) == (2, True)
         assert [r.heard for r in records[1:]] == [False, False] and records[0].score > records[1].score
+        assert records[0].robot_id == records[1].robot_id == "robot"  # heard by this robot
         assert records[0].episodic[0].entity_ids == [voice_1]
         assert records[0].names == {voice_1: mem.search.get_names([voice_1])[voice_1]}
         assert "six euros" in records[0].episodic[0].text

@@ -306,6 +306,7 @@ class MemorySearch(EntitySearchMixin):
             request.before_stamp_ns, request.where, stored,
         )  # fmt: skip
         for record in records:
+            record.robot_id = self.fleet.own  # heard by this robot, as its stored clips are
             record.episodic = [replace(n, text=self.render_tags(n.text, request.labels)) for n in record.episodic]
         return records
 
