@@ -104,8 +104,10 @@ def run_engine(faces, voices, frames: list, audio: np.ndarray, seeing=None) -> t
     """Run the node's PerceptionEngine (faces and voices on their own worker threads, as in the node)
     losslessly: each frame is handed over once the face worker took the previous one, the audio all at
     once (no backlog limit). Returns (wall seconds until idle, [(stamp, faces)] per frame, voice events,
-    each worker's busy seconds). seeing: a SeeingWorker given the same frames as the node gives it (its
-    stream-time rate, one frame slot): it competes for the cores, and drops what it cannot keep up with."""
+    each worker's busy seconds with "asr_redecoded": the ASR's windowed transcripts decoded again, read
+    before the engine closes its child process, None when it keeps no count). seeing: a SeeingWorker
+    given the same frames as the node gives it (its stream-time rate, one frame slot): it competes for
+    the cores, and drops what it cannot keep up with."""
     from m3_perception.engine import EngineCallbacks, PerceptionEngine
     from m3_perception.face_voice_matcher import FaceVoiceMatcher
 
@@ -136,12 +138,13 @@ def run_engine(faces, voices, frames: list, audio: np.ndarray, seeing=None) -> t
         while not engine.idle():
             time.sleep(0.001)
         wall = time.perf_counter() - t0
+        redecoded = getattr(voices.asr, "redecoded", None)
     finally:
         engine.close()
     if errors:
         raise RuntimeError("perception failed during the bench: " + "; ".join(errors[:3]))
     busy = {"faces": sum(engine.stats.face_ms) / 1000, "voices": sum(engine.stats.voice_ms) / 1000}
-    return wall, face_results, events, busy
+    return wall, face_results, events, {**busy, "asr_redecoded": redecoded}
 
 
 def everything_on(params: dict, frames: list, audio: np.ndarray) -> dict:
@@ -274,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     wall, face_results, events, busy = run_engine(faces, voices, frames, audio)
+    redecoded = busy.pop("asr_redecoded")
     print("seeing: objects and notes on real photos ...", file=sys.stderr)
     seeing = seeing_figures(params)
     print("the episode again with objects and text on ...", file=sys.stderr)
@@ -340,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
         "asr_wer_all": corpus_wer(None),
         "asr_wer_by_voice": {v: corpus_wer(v) for v in sorted(set(voice_truth))},
         # windowed transcripts that repeated themselves and were decoded again at 30 s (None: no window)
-        "asr_redecoded": getattr(voices.asr, "redecoded", None),
+        "asr_redecoded": redecoded,
         **real,
         **seeing,  # objects: precision/recall on labelled package photos; ocr: CER of notes pasted on photos
         "conversations": conversations,  # per variant: der, der_no_collar, voice_ids_per_speaker, ... per seed

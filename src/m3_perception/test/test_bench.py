@@ -20,6 +20,8 @@ def test_bench_prints_json_figures(capsys) -> None:
     assert 0 < fig["faces_pending"] <= fig["face_ids"]
     assert 0.0 <= fig["asr_wer_all"] <= 1.0 and fig["realtime_factor"] > 0
     assert fig["asr_wer"] == fig["asr_wer_by_voice"].get("slt")  # the HTS voice's figure (None if it never spoke)
+    # the default ASR (faster-whisper, 10 s window, in a child process) counts its re-decoded transcripts
+    assert isinstance(fig["asr_redecoded"], int) and 0 <= fig["asr_redecoded"] <= fig["utterances_found"]
     stages = {"face_detect", "face_embed", "vad", "turns", "speaker", "asr"}
     assert stages <= set(fig["stage_ms_total"]) <= stages | {"segmentation", "revision"}  # models used, if any
     # real speech: the configured ASR on LibriVox, DER of a real five-speaker conversation

@@ -150,6 +150,7 @@ def test_child_process_gives_the_same_text(base):
     sub = SubprocessAsr("faster_whisper", model="base", threads=2)
     try:
         assert sub.transcribe(samples).text == base.transcribe(samples).text
+        assert sub.redecoded == 0  # the child's count, as `m3 bench perception` reports it (asr_redecoded)
     finally:
         sub.close()
 

@@ -53,6 +53,10 @@ def _transcribe(backend: str, options: dict[str, Any], samples: np.ndarray | Non
     return None if samples is None else _TRANSCRIBER.transcribe(samples)
 
 
+def _counter(name: str) -> int | None:
+    return getattr(_TRANSCRIBER, name, None)
+
+
 class AsrProcessError(RuntimeError):
     """The speech-to-text child process died (it is restarted on the next utterance)."""
 
@@ -91,6 +95,14 @@ class SubprocessAsr:
                 if self._pool is pool:
                     self._pool = self._start()
             raise AsrProcessError(f"speech-to-text process died ({error}); restarted") from error
+
+    @property
+    def redecoded(self) -> int | None:
+        """The child transcriber's windowed transcripts decoded again (FasterWhisperAsr.redecoded); None
+        for one that keeps no such count. A restarted child counts from 0."""
+        with self._lock:
+            pool = self._pool
+        return pool.submit(_counter, "redecoded").result(self._timeout_s)
 
     def close(self) -> None:
         with self._lock:
