@@ -100,12 +100,14 @@ def _label(box: tuple[float, float, float, float], rects: list) -> str | None:
     return None
 
 
-def run_engine(faces, voices, frames: list, audio: np.ndarray, seeing=None) -> tuple[float, list, list, dict]:
+def run_engine(
+    faces, voices, frames: list, audio: np.ndarray, seeing=None
+) -> tuple[float, list, list, dict, int | None]:
     """Run the node's PerceptionEngine (faces and voices on their own worker threads, as in the node)
     losslessly: each frame is handed over once the face worker took the previous one, the audio all at
     once (no backlog limit). Returns (wall seconds until idle, [(stamp, faces)] per frame, voice events,
-    each worker's busy seconds with "asr_redecoded": the ASR's windowed transcripts decoded again, read
-    before the engine closes its child process, None when it keeps no count). seeing: a SeeingWorker
+    each worker's busy seconds, the ASR's windowed transcripts decoded again: read before the engine
+    closes its child process, None when it keeps no count). seeing: a SeeingWorker
     given the same frames as the node gives it (its stream-time rate, one frame slot): it competes for
     the cores, and drops what it cannot keep up with."""
     from m3_perception.engine import EngineCallbacks, PerceptionEngine
@@ -144,7 +146,7 @@ def run_engine(faces, voices, frames: list, audio: np.ndarray, seeing=None) -> t
     if errors:
         raise RuntimeError("perception failed during the bench: " + "; ".join(errors[:3]))
     busy = {"faces": sum(engine.stats.face_ms) / 1000, "voices": sum(engine.stats.voice_ms) / 1000}
-    return wall, face_results, events, {**busy, "asr_redecoded": redecoded}
+    return wall, face_results, events, busy, redecoded
 
 
 def everything_on(params: dict, frames: list, audio: np.ndarray) -> dict:
@@ -161,7 +163,7 @@ def everything_on(params: dict, frames: list, audio: np.ndarray) -> dict:
     worker = SeeingWorker(build_seeing(on), lambda _seen: None, lambda what, e: errors.append(f"{what}: {e!r}"))
     try:
         started = time.perf_counter()
-        wall, _, _, _ = run_engine(faces, voices, frames, audio, seeing=worker)
+        wall, *_ = run_engine(faces, voices, frames, audio, seeing=worker)
         while not worker.idle():
             time.sleep(0.01)
         seeing_wall = time.perf_counter() - started
@@ -276,8 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         file=sys.stderr,
     )
 
-    wall, face_results, events, busy = run_engine(faces, voices, frames, audio)
-    redecoded = busy.pop("asr_redecoded")
+    wall, face_results, events, busy, redecoded = run_engine(faces, voices, frames, audio)
     print("seeing: objects and notes on real photos ...", file=sys.stderr)
     seeing = seeing_figures(params)
     print("the episode again with objects and text on ...", file=sys.stderr)
@@ -343,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
         "asr_wer": corpus_wer(HTS_VOICE),  # the issue's figure: the Festival HTS voice (None if it never spoke)
         "asr_wer_all": corpus_wer(None),
         "asr_wer_by_voice": {v: corpus_wer(v) for v in sorted(set(voice_truth))},
-        # windowed transcripts that repeated themselves and were decoded again at 30 s (None: no window)
+        # windowed transcripts that slipped (repeated themselves, stopped early), decoded again at 30 s
         "asr_redecoded": redecoded,
         **real,
         **seeing,  # objects: precision/recall on labelled package photos; ocr: CER of notes pasted on photos

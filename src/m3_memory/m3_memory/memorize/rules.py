@@ -35,6 +35,12 @@ FACT_OBJECT_STARTS = frozenset("a an from allergic married vegetarian vegan".spl
 UNCLEAR = "Someone (voice unclear)"  # the speaker of a line without a voice id
 
 
+def said(tag: str, text: str) -> str:
+    """The episodic line of an utterance: `<tag> says: "text"`, UNCLEAR as the speaker without a tag."""
+    who = f"<{tag}>" if tag else UNCLEAR
+    return f'{who} says: "{text}"'
+
+
 def names_in(transcript: str) -> tuple[list[str], list[str]]:
     """(names the speaker gives themself, names the speaker addresses or introduces)."""
     mentions = find_mentions(transcript)
@@ -145,8 +151,7 @@ class RulesMemorizer:
         for number, voice in enumerate(voices, 1):
             tag = ids.get(voice.voice_id, "")
             text = voice.transcript.strip()
-            who = f"<{tag}>" if tag else UNCLEAR
-            out.drafts.append(MemoryDraft(KIND_EPISODIC, f'{who} says: "{text}"', voice.start_ns, voice.end_ns))
+            out.drafts.append(MemoryDraft(KIND_EPISODIC, said(tag, text), voice.start_ns, voice.end_ns))
             if not self.understand or not tag:
                 continue  # an unclear speaker's line is kept as said; whose facts they are waits
             for _, name, label in (p for p in placed if p[0] == number):

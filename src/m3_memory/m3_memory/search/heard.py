@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Mapping
 import numpy as np
 
 from m3_memory.graph.records import KIND_EPISODIC, ClipEvidence, ClipRecord, TextNode
-from m3_memory.memorize.rules import UNCLEAR
+from m3_memory.memorize.rules import said
 from m3_memory.search.where import NOWHERE, Where
 
 PREFIX = "heard_"  # node ids of heard lines: heard_<clip index>_<line>, never a stored memory's id
@@ -31,13 +31,11 @@ def heard_nodes(clip: ClipEvidence, ids: Mapping[str, str]) -> list[TextNode]:
     nodes = []
     for number, voice in enumerate(lines):
         tag = ids.get(voice.voice_id, "")
-        who = f"<{tag}>" if tag else UNCLEAR
-        text = f'{who} says: "{voice.transcript.strip()}"'
+        text = said(tag, voice.transcript.strip())
         node_id = f"{PREFIX}{clip.clip_index}_{number}"
+        entity_ids = [tag] if tag else []
         nodes.append(
-            TextNode(
-                node_id, -1, KIND_EPISODIC, text, clip.clip_index, voice.start_ns, voice.end_ns, 1.0, [tag] * bool(tag)
-            )
+            TextNode(node_id, -1, KIND_EPISODIC, text, clip.clip_index, voice.start_ns, voice.end_ns, 1.0, entity_ids)
         )
     return nodes
 
@@ -68,7 +66,8 @@ def heard_records(
         if not nodes:
             continue
         scores = (embed([node.text for node in nodes]) @ np.asarray(vectors, np.float32).T).max(axis=1)
-        if float(scores.max()) < threshold:
+        best = float(scores.max())
+        if best < threshold:
             continue
         entity_ids = sorted({i for node in nodes for i in node.entity_ids})
         node_scores = {node.node_id: float(s) for node, s in zip(nodes, scores, strict=True)}
@@ -81,7 +80,7 @@ def heard_records(
                 nodes,
                 [],
                 entity_ids,
-                float(scores.max()),
+                best,
                 node_scores,
                 heard=True,
             )
