@@ -11,10 +11,11 @@ learnt names, memory's get_names with people) or, when the question asks about a
 robot knows explains: not in the question, not a word of the evidence texts (in any case), not a
 sentence-start function word, weekday or month. A name is supported when memory attaches it to an
 entity of the memories its clause rests on (the retrieved memories sharing the most of the clause's
-words; an entity is an id such a memory mentions or is about, named by memory or by a retrieved
-"<face_1> is named Alice" memory), or when the question itself says it ("What is Emma's job?" ->
-"Emma is a chef"). Any other person's name is unsupported: "Priya plays the cello" when the cello
-memory is about an unnamed <voice_3>, even though Priya's violin memory was retrieved too.
+words, else of the question's, and none when no memory shares a word with either; an entity is an id
+such a memory mentions or is about, named by memory or by a retrieved "<face_1> is named Alice"
+memory), or when the question itself says it ("What is Emma's job?" -> "Emma is a chef"). Any other
+person's name is unsupported: "Priya plays the cello" when the cello memory is about an unnamed
+<voice_3>, even though Priya's violin memory was retrieved too.
 
 Facts. An answer to a goal that retrieved nothing says it does not know ("my memory holds nothing
 about that yet"); so does an answer none of whose new words (content words not in the question)
@@ -94,13 +95,17 @@ def supported_names(evidence: list[Memory], names: dict[str, str]) -> set[str]:
 
 def claim_memories(clause: str, question: str, evidence: list[Memory], names: set[str]) -> list[Memory]:
     """The memories a clause of the answer rests on: those sharing the most of its content words (names
-    left out; the question's words when the clause has none, as in "Priya."); all evidence when none shares one."""
-    words = {_stem(w) for w in _words(clause) if w.capitalize() not in names and len(w) > 2}
-    if not words:
-        words = {_stem(w) for w in _words(question) if w.capitalize() not in names and len(w) > 2}
-    scored = [(len(words & {_stem(w) for w in _words(m.text)}), m) for m in evidence]
-    best = max((score for score, _ in scored), default=0)
-    return [m for score, m in scored if score == best] if best else list(evidence)
+    left out), else of the question's (as for "Priya."); none when no memory shares a word with either.
+    Why none: "Which person is vegetarian?" answered "Tariq is vegetarian." from memories none of which
+    says vegetarian (the line was misheard) rests on nothing, so no name in it is supported."""
+    read = [(m, {_stem(w) for w in _words(m.text)}) for m in evidence]
+    for text in (clause, question):
+        words = {_stem(w) for w in _words(text) if w.capitalize() not in names and len(w) > 2}
+        scored = [(len(words & stems), m) for m, stems in read]
+        best = max((score for score, _ in scored), default=0)
+        if best:
+            return [m for score, m in scored if score == best]
+    return []
 
 
 def _as_read(memory: Memory) -> str:

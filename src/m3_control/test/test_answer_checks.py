@@ -168,6 +168,24 @@ def test_the_rules_on_plain_text():
     assert unsupported_fact("Bob is a chef.", "Who is Bob?", [], names) == NOTHING_YET
 
 
+def test_a_name_resting_on_no_memory_is_unsupported():
+    """A person question answered with a known name where no retrieved memory shares a word with the
+    answer or the question (the line that said it was misheard): the name rests on nothing."""
+    from m3_control.memory_client import Memory
+
+    heard = '<voice_2> says: "I am lactose in town, so no cheese."'  # misheard
+    misheard = Memory("episodic_7", "episodic", heard, 1, ("voice_2",))
+    named = Memory("semantic_8", "semantic", "<voice_5> is named Oskar.", 1, ("voice_5",))
+    fixing = Memory("episodic_9", "episodic", '<voice_5> says: "I will fix the gate on Monday."', 1, ("voice_5",))
+    evidence, names, people = [misheard, named, fixing], {"voice_5": "Oskar"}, {"person_5": "Oskar"}
+    question = "Which person is allergic to pollen?"
+    assert unsupported_names("Oskar is allergic to pollen.", question, evidence, names, people) == ["Oskar"]
+    assert unsupported_names("Oskar.", question, evidence, names, people) == ["Oskar"]
+    # the clause's words are shared by a memory about him, or else the question's are
+    assert unsupported_names("Oskar fixes the gate.", "Who repairs things?", evidence, names, people) == []
+    assert unsupported_names("Oskar.", "Who will fix the gate?", evidence, names, people) == []
+
+
 def test_a_room_the_evidence_was_made_in_supports_an_answer():
     from m3_control.answer_checks import unsupported_fact
     from m3_control.memory_client import Memory
