@@ -78,14 +78,19 @@ def _cardinals(words: list[str]) -> list[str]:
 
 
 def normalise(text: str) -> str:
-    words = re.findall(r"[a-z0-9.]+", text.lower())
-    words = [w.strip(".") for w in _cardinals([w for w in words if w not in ("a", "an", "the")])]
-    return " ".join(w for w in words if w)
+    words = [w.strip(".") for w in re.findall(r"[a-z0-9.]+", text.lower())]  # a sentence's last word too
+    return " ".join(_cardinals([w for w in words if w and w not in ("a", "an", "the")]))
+
+
+# A truth that opens with the pronoun "one" ("the one in the kitchen", to "Which printer should be
+# used?") stands for the question's noun: an answer that names it ("The printer in the kitchen.") says
+# the same to a reader, and to the reference's model judge; what follows the pronoun must be there.
+PRO_FORM_RE = re.compile(r"^\s*the\s+ones?\s+(?=\S)", re.I)
 
 
 def match(truth: str, answer: str) -> bool:
     """Normalised truth contained in the normalised answer; for numeric truths, the same numbers."""
-    t, a = normalise(truth), normalise(answer)
+    t, a = normalise(PRO_FORM_RE.sub("", truth)), normalise(answer)
     if not t:
         return False
     numbers = re.findall(r"\d+(?:\.\d+)?", t)

@@ -42,9 +42,19 @@ def test_a_plural_answers_its_singular_and_back():
     assert not judge.match("cats", "the dog")
 
 
+def test_the_pronoun_one_in_a_truth_is_the_noun_an_answer_names():
+    assert judge.match("the one in the kitchen", "The printer in the kitchen should be used.")
+    assert judge.match("the ones on the top shelf", "The blue mugs on the top shelf.")
+    assert judge.match("the one in the kitchen", "Use the one in the kitchen.")
+    assert not judge.match("the one in the kitchen", "The printer on the third floor.")
+    assert judge.match("the one", "The one.")  # the pronoun alone is the truth
+    assert not judge.match("the ones by the door", "The keys are in the drawer.")
+
+
 def test_number_words_match_the_digits_speech_recognition_writes():
     assert judge.match("twenty five euros", "A new chain cost 25 euros.")
     assert judge.match("forty", "Order 40 inner tubes.")
+    assert judge.match("40", "Order forty.")  # a number word that ends a sentence
     assert judge.match("one hundred and five", "It is 105 km away.")
     assert judge.match("25", "twenty-five of them")
     assert judge.match("five thirty", "The ovens go on at 5:30.")  # a unit before tens: a time, two numbers
