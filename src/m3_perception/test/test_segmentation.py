@@ -180,6 +180,39 @@ def test_words_follow_the_turns_through_the_voice_pipeline(seg, asr) -> None:
     assert pipe.timings_ms["segmentation"] > 0
 
 
+def test_one_speakers_sentence_cut_in_two_is_heard_whole(seg, asr) -> None:
+    """The segmentation model now and then cuts one person's sentence: both pieces get the same voice,
+    so they are one turn, transcribed once over the whole sentence (not as two fragments)."""
+    vad = SileroVad()
+    rec = librivox_clips()[0]  # 7 s: "and mister john dashwood had then leisure to consider ..."
+    x, _ = compact(rec.samples, speech_units(rec.samples, vad), 0.25)
+    gap = np.zeros(RATE, np.float32)
+    stream = np.concatenate([gap, (x * (0.05 / np.sqrt(np.mean(x**2)))).astype(np.float32), gap])
+    heard: list[int] = []
+
+    class Counting:
+        def transcribe(self, samples):
+            heard.append(len(samples))
+            return asr.transcribe(samples)
+
+    vad.reset()
+    pipe = VoicePipeline(vad, CamPlusEncoder(), Counting(), VoiceParams(turn_mode="segmentation"), activity_model=seg)
+    cut_in_the_middle = lambda u: [  # noqa: E731 - the cut the segmentation model made on the dev episode
+        (0, (u.start + u.end) // 2 - u.first, False),
+        ((u.start + u.end) // 2 - u.first, len(u.samples), False),
+    ]
+    pipe._pieces = cut_in_the_middle
+    events = []
+    for i in range(0, len(stream), 1600):
+        events += pipe.feed(stream[i : i + 1600], i / RATE)
+    events += pipe.flush()
+    assert len(events) == 1 and events[0].voice_id, [(e.voice_id, e.transcript.text) for e in events]
+    assert len(heard) == 1 and heard[0] >= len(x) * 0.95  # one transcription of the whole sentence
+    said = normalize_text(events[0].transcript.text)
+    assert wer(normalize_text(rec.text), said) <= 0.15, (rec.text, said)
+    assert abs(events[0].start - 1.0) < 0.3 and abs(events[0].end - (1.0 + len(x) / RATE)) < 0.3
+
+
 def test_overlap_is_published_for_no_voice(seg, voiced) -> None:
     """Through the pipeline (no ASR): the overlapped second is an event with voice_id "" and overlap set."""
     a, b = voiced["librivox"][: 5 * RATE], voiced["clone-test"][: 4 * RATE]

@@ -55,6 +55,20 @@ class VoiceEvent:
     overlap: bool = False  # two or more people at once: published with voice_id "", given to no voice
 
 
+@dataclass
+class _Piece:
+    """A piece of an utterance, embedded and given a voice, before it is heard (VoicePipeline._finish)."""
+
+    start_i: int  # first voiced sample [stream index]
+    end_i: int  # one past the last voiced sample [stream index]
+    heard: tuple[int, int]  # what speech recognition hears of it [utterance sample indexes]
+    embedding: np.ndarray
+    voice_id: str
+    created: bool
+    overlap: bool
+    narrow: bool
+
+
 def voiced_pieces(
     pieces: list[tuple[int, int, bool]], first: int, start: int, end: int
 ) -> list[tuple[int, int, bool, int, int]]:
@@ -235,9 +249,12 @@ class VoicePipeline:
 
     def _finish(self, u: Utterance) -> list[VoiceEvent]:
         """One event per speaker turn of the utterance (its voiced part cut at the changes of voice)
-        and one per overlapped stretch (voice_id "")."""
+        and one per overlapped stretch (voice_id ""). Consecutive pieces given the same voice are one
+        turn, heard whole: the segmentation model now and then cuts one person's sentence (a synthetic
+        voice's "Here it is. Chocolate with | raspberries" was heard as "Chocolate Wh-" and "Yes, yes,
+        yes, yes."), and who spoke is the same either way."""
         pieces = self._pieces(u)
-        events = []
+        turns: list[list[_Piece]] = []
         for a, b, overlap, start, end in voiced_pieces(pieces, u.first, u.start, u.end):
             if len(pieces) > 1:
                 start, end = self._voiced_span(start, end)
@@ -246,9 +263,13 @@ class VoicePipeline:
             # lost ("Mum, I can't eat" was heard as "I can't eat"; 7 of 8 vocatives, README).
             pad = int(self.p.segmenter.pad_s * RATE)
             heard = (max(a, start - u.first - pad), min(b, end - u.first + pad))
-            x = u.samples[start - u.first : end - u.first]
-            events.append(self._turn(x, start, end, overlap, u.samples[heard[0] : heard[1]]))
-        return events
+            piece = self._identified(u.samples[start - u.first : end - u.first], start, end, overlap, heard)
+            last = turns[-1][-1] if turns else None
+            if last is not None and piece.voice_id and not piece.overlap and piece.voice_id == last.voice_id:
+                turns[-1].append(piece)
+            else:
+                turns.append([piece])
+        return [self._turn(u, turn) for turn in turns]
 
     def _pieces(self, u: Utterance) -> list[tuple[int, int, bool]]:
         """[a, b) ranges of `u.samples` covering it, in order, with whether each is overlap."""
@@ -284,11 +305,9 @@ class VoicePipeline:
         self.timings_ms["turns"] += (time.perf_counter() - t0) * 1000
         return [(offset + a, offset + b, False) for a, b in cut]
 
-    def _turn(
-        self, x: np.ndarray, start_i: int, end_i: int, overlap: bool = False, heard: np.ndarray | None = None
-    ) -> VoiceEvent:
-        """The event of one turn: `x` its voiced samples (embedded), `heard` what is transcribed (x and
-        the padding around it; x when None)."""
+    def _identified(self, x: np.ndarray, start_i: int, end_i: int, overlap: bool, heard: tuple[int, int]) -> _Piece:
+        """A piece of an utterance embedded and given a voice: `x` its voiced samples, `heard` the range of
+        the utterance's samples speech recognition hears for it (x and the padding around it)."""
         t0 = time.perf_counter()
         emb = self.encoder.encode(x if len(x) >= MIN_SAMPLES else np.pad(x, (0, MIN_SAMPLES - len(x))))
         self.timings_ms["speaker"] += (time.perf_counter() - t0) * 1000
@@ -302,21 +321,36 @@ class VoicePipeline:
         if voice_id:
             ident = self.clusters.identities[voice_id]
             ident.last_seen = max(ident.last_seen, end)
+        return _Piece(start_i, end_i, heard, emb, voice_id, created, overlap, narrow)
+
+    def _turn(self, u: Utterance, pieces: list[_Piece]) -> VoiceEvent:
+        """The event of one turn: one piece, or consecutive pieces of one voice heard and embedded whole."""
+        first, last = pieces[0], pieces[-1]
+        start_i, end_i = first.start_i, last.end_i
+        x = u.samples[start_i - u.first : end_i - u.first]
+        emb = first.embedding
+        if len(pieces) > 1:
+            t0 = time.perf_counter()
+            emb = self.encoder.encode(x)
+            self.timings_ms["speaker"] += (time.perf_counter() - t0) * 1000
         t2 = time.perf_counter()
         text = Transcript("", 0.0)
         if self.asr is not None:
             try:
-                text = self.asr.transcribe(x if heard is None else heard)
+                text = self.asr.transcribe(u.samples[first.heard[0] : last.heard[1]])
             except Exception as e:
                 if self.on_asr_error is None:
                     raise
                 self.on_asr_error(e)
         self.timings_ms["asr"] += (time.perf_counter() - t2) * 1000
-        ev = VoiceEvent(self._next_segment, voice_id, start, end, text, emb, created, overlap)
+        start, end = self.clock.time_of(start_i), self.clock.time_of(end_i)
+        created = any(p.created for p in pieces)
+        ev = VoiceEvent(self._next_segment, first.voice_id, start, end, text, emb, created, first.overlap)
         self._next_segment += 1
-        short = duration_s < self.p.turns.min_turn_s
+        short = (end_i - start_i) / RATE < self.p.turns.min_turn_s
+        narrow = all(p.narrow for p in pieces)
         audio = np.array(x, np.float32)
-        self.reviser.add(Turn(ev.segment_id, voice_id, start, end, emb, audio, short, overlap, narrow))
+        self.reviser.add(Turn(ev.segment_id, first.voice_id, start, end, emb, audio, short, first.overlap, narrow))
         return ev
 
     def _identify(self, emb: np.ndarray, stamp: float, duration_s: float, max_distance: float) -> tuple[str, bool]:
