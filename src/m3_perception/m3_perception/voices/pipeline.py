@@ -308,9 +308,7 @@ class VoicePipeline:
     def _identified(self, x: np.ndarray, start_i: int, end_i: int, overlap: bool, heard: tuple[int, int]) -> _Piece:
         """A piece of an utterance embedded and given a voice: `x` its voiced samples, `heard` the range of
         the utterance's samples speech recognition hears for it (x and the padding around it)."""
-        t0 = time.perf_counter()
-        emb = self.encoder.encode(x if len(x) >= MIN_SAMPLES else np.pad(x, (0, MIN_SAMPLES - len(x))))
-        self.timings_ms["speaker"] += (time.perf_counter() - t0) * 1000
+        emb = self._embedded(x)
         start, end = self.clock.time_of(start_i), self.clock.time_of(end_i)
         # Overlapped speech holds two voices: its embedding would pull any voice towards the other.
         # A narrow-band (telephone) turn is matched at its own, stricter threshold: the band brings voices closer.
@@ -328,11 +326,7 @@ class VoicePipeline:
         first, last = pieces[0], pieces[-1]
         start_i, end_i = first.start_i, last.end_i
         x = u.samples[start_i - u.first : end_i - u.first]
-        emb = first.embedding
-        if len(pieces) > 1:
-            t0 = time.perf_counter()
-            emb = self.encoder.encode(x)
-            self.timings_ms["speaker"] += (time.perf_counter() - t0) * 1000
+        emb = first.embedding if len(pieces) == 1 else self._embedded(x)
         t2 = time.perf_counter()
         text = Transcript("", 0.0)
         if self.asr is not None:
@@ -352,6 +346,13 @@ class VoicePipeline:
         audio = np.array(x, np.float32)
         self.reviser.add(Turn(ev.segment_id, first.voice_id, start, end, emb, audio, short, first.overlap, narrow))
         return ev
+
+    def _embedded(self, x: np.ndarray) -> np.ndarray:
+        """The speaker embedding of x, padded with silence to the encoders' shortest input."""
+        t0 = time.perf_counter()
+        emb = self.encoder.encode(x if len(x) >= MIN_SAMPLES else np.pad(x, (0, MIN_SAMPLES - len(x))))
+        self.timings_ms["speaker"] += (time.perf_counter() - t0) * 1000
+        return emb
 
     def _identify(self, emb: np.ndarray, stamp: float, duration_s: float, max_distance: float) -> tuple[str, bool]:
         """(voice id, created?). A turn shorter than `turns.min_turn_s` ("yes", "mm") is too short to
