@@ -197,10 +197,12 @@ def test_one_speakers_sentence_cut_in_two_is_heard_whole(seg, asr) -> None:
 
     vad.reset()
     pipe = VoicePipeline(vad, CamPlusEncoder(), Counting(), VoiceParams(turn_mode="segmentation"), activity_model=seg)
-    cut_in_the_middle = lambda u: [  # noqa: E731 - the cut the segmentation model made on the dev episode
-        (0, (u.start + u.end) // 2 - u.first, False),
-        ((u.start + u.end) // 2 - u.first, len(u.samples), False),
-    ]
+
+    def cut_in_the_middle(u):
+        """Two pieces split at the middle of the voiced part, as the segmentation model cut the dev line."""
+        middle = (u.start + u.end) // 2 - u.first
+        return [(0, middle, False), (middle, len(u.samples), False)]
+
     pipe._pieces = cut_in_the_middle
     events = []
     for i in range(0, len(stream), 1600):
