@@ -37,6 +37,15 @@ def test_someone_introduced_is_not_the_listener_of_that_line():
     assert sorted(placed) == [(1, "Ines", "voice_2"), (1, "Pavel", "voice_3")]
 
 
+def test_someone_introduced_is_not_whoever_talked_before():
+    """An introduction presents someone new to the talk, who answers it: the clip's last line
+    ("Reception, this is Doctor Tanaka.") names nobody who spoke before it."""
+    last = turns(["voice_2", "voice_3"])
+    assert last.whose(2, "introduced") is None and last.whose(2, "addressed") == "voice_2"
+    seen = turns(["voice_2", "voice_1"], seen=[[], ["face_3"]])  # one other person in view
+    assert seen.whose(2, "introduced") == "face_3"
+
+
 def test_one_person_under_two_labels_is_not_somebody_else():
     t = turns(["voice_1", "voice_4", "voice_2"], same={"voice_4": "voice_1"})
     assert t.whose(1, "addressed") == "voice_2"
@@ -116,10 +125,11 @@ def test_a_model_reading_of_the_speakers_own_name_needs_the_first_person():
     """Two names called out ("Ravi, Sunita, lift the table") name no speaker, whatever the model says;
     "here" after a comma calls someone over ("Sunita, come here"), right after the name it announces them."""
     texts = ["Ravi, Sunita, lift the table.", "They call me Sunita.", "Sunita speaking.", "Good, Sunita.",
-             "Sunita, come here.", "Sunita here, at the gate."]  # fmt: skip
-    model = [(line, "Sunita", "self") for line in range(1, 7)]
-    kept = merge_mentions([], [*model, (9, "Sunita", "self")], texts)
-    assert kept == [(2, "Sunita", "self"), (3, "Sunita", "self"), (6, "Sunita", "self")]
+             "Sunita, come here.", "Sunita here, at the gate.", "Hello dear, Sunita, this is Jonas, my husband.",
+             "It's me, Sunita.", "Sunita, that's me.", "I told you, we need more chairs. Sunita, sit."]  # fmt: skip
+    model = [(line, "Sunita", "self") for line in range(1, 11)]
+    kept = merge_mentions([], [*model, (19, "Sunita", "self")], texts)
+    assert [line for line, _, _ in kept] == [2, 3, 6, 8, 9]  # a word for the speaker next to the name
 
 
 def test_a_name_said_to_someone_else_is_not_the_speakers():

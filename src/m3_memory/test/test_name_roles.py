@@ -25,6 +25,8 @@ from m3_memory.memorize.rules import RulesMemorizer
         ("Hi, it's Mei at reception.", [Mention("Mei", "self")]),
         ("Hi Kenji, this is Amara from design.", [Mention("Amara", "introduced"), Mention("Kenji", "addressed")]),
         ("This is Ben from accounts.", [Mention("Ben", "introduced")]),  # no greeting: presenting someone
+        ("Jonas is taking his time with that car.", [Mention("Jonas", "mentioned")]),  # said of him, to nobody
+        ("Ines is still waiting outside.", [Mention("Ines", "mentioned")]),
         ("This is Ben, he fixes the bikes.", [Mention("Ben", "introduced", "fixes the bikes")]),
         ("this is ben he fixes the bikes", [Mention("Ben", "introduced", "fixes the bikes")]),
         ("Hamid is my brother.", [Mention("Hamid", "introduced", f"is the brother of {SPEAKER}")]),

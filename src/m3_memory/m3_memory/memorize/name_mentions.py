@@ -9,7 +9,10 @@ m3_memory). So the model names the line and the role, and
 the label follows from the turns, as conversation analysis describes them: a name said to someone
 selects the next speaker (Sacks, Schegloff & Jefferson 1974). The one spoken to is the next other
 person who talks in the clip, else the one who talked before, else the only other person seen while
-the line was said; someone introduced is found the same way, leaving out that line's listener.
+the line was said. Someone introduced is the next other person who talks, leaving out that line's
+listener, else the only other person seen: never the one who talked before, since an introduction
+presents someone new to the talk, who answers it (a doctor's "Reception, this is Doctor Tanaka" on
+the intercom, the clip's last line, gave his name to the patient who had spoken before).
 Each mention is one vote for a name (graph_people), so one misheard name is outvoted by the others.
 
 The roles come from two readers: name_roles (cue words; both memorizers) and, with `--llm embedded`,
@@ -80,7 +83,7 @@ class Turns:
             excluded.add(self.person(listener))
         after = [j for j in range(i + 1, len(self.speakers)) if not self.late(i, j)]
         before = list(range(i - 1, -1, -1))
-        order = (after, before)
+        order = (after, before) if role == "addressed" else (after,)  # see the module docstring
         if role == "addressed" and (self._responds(i) if answering is None else answering):  # the one just before
             order = ([j for j in before if not self.late(j, i)], after, before)
         for candidates in order:
@@ -108,17 +111,31 @@ class Turns:
         return bool(self.starts) and self.starts[j] - self.ends[i] > TURN_GAP_NS
 
 
-# A line that gives the speaker's own name speaks in the first person ("I'm Ana", "call me Ana", "my
-# name's Ana") or announces them ("Ana here", "Ana speaking": those words right after the name, since
+# A line that gives the speaker's own name says it next to the speaker ("I'm Ana", "call me Ana", "my
+# name's Ana", "Ana, that's me": a word for the speaker within SELF_REACH words of the name, in its
+# sentence) or announces them ("Ana here", "Ana speaking": those words right after the name, since
 # "Ana, come here" calls Ana); without it a name the model read as the speaker's is said to or of
-# someone (the 1.5B model gave a name called out, "Ravi, Sunita, lift the table", to the speaker).
-FIRST_PERSON = re.compile(r"\b(?:i|i'm|im|i am|me|my|myself|mine|name)\b", re.I)
+# someone (the 1.5B model gave a name called out, "Ravi, Sunita, lift the table", to the speaker, and
+# the one greeted in "Hello dear, Hana, this is Jonas, my husband" to its speaker). A bare "my" is no
+# such word: "my husband Jonas" presents someone else.
+SELF_WORDS = frozenset({"i", "i'm", "im", "me", "myself", "name", "name's"})
+SELF_REACH = 3
+_SENTENCES = re.compile(r"[^.!?]+")
+_WORDS = re.compile(r"[\w']+")
 
 
 def speaks_as(text: str, name: str) -> bool:
-    """Whether `text` can give `name` as its speaker's own: a first-person word, or "<name> here/speaking"."""
-    announced = rf"\b{re.escape(name)}\W+(?:here|speaking)\b"
-    return bool(FIRST_PERSON.search(text) or re.search(announced, text, re.I))
+    """Whether `text` can give `name` as its speaker's own: a word for the speaker near it, or "<name> here"."""
+    if re.search(rf"\b{re.escape(name)}\W+(?:here|speaking)\b", text, re.I):
+        return True
+    parts = name.lower().split()
+    for sentence in _SENTENCES.findall(text):
+        words = [w.lower().removesuffix("'s") for w in _WORDS.findall(sentence)]
+        for at in (k for k in range(len(words)) if words[k : k + len(parts)] == parts):
+            near = words[max(0, at - SELF_REACH) : at] + words[at + len(parts) : at + len(parts) + SELF_REACH]
+            if SELF_WORDS.intersection(near):
+                return True
+    return False
 
 
 def merge_mentions(
