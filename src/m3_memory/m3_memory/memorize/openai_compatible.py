@@ -15,7 +15,8 @@ evidence into names, semantic facts and episodic events.
   facts are written as their labels, so a fact follows its person when a misheard name is
   outvoted later; what an introduction says about its person is added from the cue words, what a
   line says about the one it is said to from the turns (listener_facts), and a model fact that says
-  the same of someone else is dropped.
+  the same of someone else is dropped. A fact made from a line its speaker said of themselves ("I'll
+  bring the eggs") is that speaker's, whatever label the model wrote (fact_owner).
 - With `verbatim` (default) who was seen, every utterance and perception's equivalences are stored
   as they are (as the rules memorizer does) and the model writes only what needs understanding:
   a short reply is what makes a small model on 2 cores keep up with the stream.
@@ -41,6 +42,7 @@ from m3_memory.graph.memory_graph import MemorizerOutput
 from m3_memory.graph.records import KIND_EPISODIC, KIND_SEMANTIC, ClipEvidence, MemoryDraft
 from m3_memory.graph.tags import TAG_RE, tags_in
 from m3_memory.memorize.clip_prompt import MODEL_ROLES, ClipView, add_images, describe, reply_schema
+from m3_memory.memorize.fact_owner import owned
 from m3_memory.memorize.grounding import WORD_RE, copied, grounded
 from m3_memory.memorize.json_reply import first_json_object, response_format
 from m3_memory.memorize.listener_facts import listener_facts
@@ -312,7 +314,7 @@ class OpenAIMemorizer:
         if self.verbatim:  # the lines are stored as said: a fact that only repeats one is dropped
             written = [(kind, t) for kind, t in written if not copied(t, view.transcripts)]
         relabel = _labels_by_name([*names, *view.known.items()], view.turns.group)
-        lines = [(kind, labelled_text(t, relabel)) for kind, t in written]
+        lines = [(kind, owned(labelled_text(t, relabel), view.turns)) for kind, t in written]
         facts = [fact for _, fact in cue_facts(view.turns, cues, placed) + listener_facts(view.turns)]
         lines = [(kind, t) for kind, t in lines if not _said_of_another(t, facts)]
         lines += [(KIND_SEMANTIC, f"<{label}> is called {name}.") for label, name in names]
