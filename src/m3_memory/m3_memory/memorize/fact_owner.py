@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from m3_memory.graph.tags import TAG_RE, tags_in
-from m3_memory.memorize.grounding import STEM, WORD_RE
+from m3_memory.memorize.grounding import STEM, WORD_RE, stem
 from m3_memory.memorize.name_mentions import UNCERTAIN, Turns
 
 MIN_SHARED = 2  # longer words a fact must share with a line to be traced to it
@@ -27,7 +27,7 @@ _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|you're|you've|you'll)
 
 
 def _stems(text: str) -> set[str]:
-    return {w.lower().removesuffix("'s")[:STEM] for w in WORD_RE.findall(TAG_RE.sub(" ", text)) if len(w) > STEM}
+    return {stem(w) for w in WORD_RE.findall(TAG_RE.sub(" ", text)) if len(w) > STEM}
 
 
 def source_line(fact: str, texts: list[str]) -> int | None:
@@ -40,7 +40,7 @@ def source_line(fact: str, texts: list[str]) -> int | None:
 
 def owned(fact: str, turns: Turns) -> str:
     """The fact, on its speaker's label when it was made from a line that speaker said of themselves."""
-    labels = list(dict.fromkeys(tags_in(fact)))
+    labels = tags_in(fact)
     if len({turns.person(label) for label in labels}) != 1:
         return fact
     line = source_line(fact, turns.texts)

@@ -21,18 +21,19 @@ STEM = 4  # letters two words must share to count as one word
 MIN_SHARE = 0.5  # share of a fact's longer words that must have been said
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
+    """The word as compared: lower case, without 's, its first STEM letters."""
     return word.lower().removesuffix("'s")[:STEM]
 
 
 def grounded(text: str, transcripts: list[str]) -> bool:
     """Whether `text` is made of what was said (above); a text without longer words is kept."""
-    said = {_stem(w) for t in transcripts for w in WORD_RE.findall(t)}
+    said = {stem(w) for t in transcripts for w in WORD_RE.findall(t)}
     words = WORD_RE.findall(TAG_RE.sub(" ", text))
-    if any(w[0].isupper() and _stem(w) not in said for w in words[1:]):
+    if any(w[0].isupper() and stem(w) not in said for w in words[1:]):
         return False
     longer = [w for w in words if len(w) > STEM]
-    return not longer or sum(_stem(w) in said for w in longer) >= MIN_SHARE * len(longer)
+    return not longer or sum(stem(w) in said for w in longer) >= MIN_SHARE * len(longer)
 
 
 def copied(text: str, transcripts: list[str], min_words: int = 3) -> bool:
