@@ -35,6 +35,18 @@ UNITS = {
     )
 }
 TENS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)}
+# Ordinal words as the cardinal word they count with ("twelfth" -> "twelve"), so _cardinals reads them as
+# numbers: a truth says "the twelfth" where speech recognition writes "the 12th" ("twenty first": 21).
+ORDINALS = {
+    **dict(zip("first second third fifth eighth ninth twelfth".split(), "one two three five eight nine twelve".split())),
+    **{w + "th": w for w in "four six seven ten eleven thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()},
+    **{w[:-1] + "ieth": w for w in TENS},
+}
+DIGIT_ORDINAL_RE = re.compile(r"^(\d+)(?:st|nd|rd|th)$")  # "1st", "22nd", "12th"
+# British "-our" as American "-or" ("harbour" / "harbor", "colours" / "colors", "favourite"): a truth is
+# written one way, speech recognition writes the other, and to a reader they are one word. Both sides are
+# folded, so a word that only looks like one ("detour") is folded alike on both.
+OUR_RE = re.compile(r"(?<=[a-z]{3})our(?=(?:s|ed|ing|ite|ites|able|ful)?$)")
 
 
 def _number_word(w: str) -> tuple[int, str] | None:
@@ -77,9 +89,17 @@ def _cardinals(words: list[str]) -> list[str]:
     return out
 
 
+def _spelled(word: str) -> str:
+    """One word as the normaliser compares it: an ordinal as its cardinal, British "-our" as "-or"."""
+    digits = DIGIT_ORDINAL_RE.match(word)
+    if digits:
+        return digits.group(1)
+    return ORDINALS.get(word) or OUR_RE.sub("or", word)
+
+
 def normalise(text: str) -> str:
     words = [w.strip(".") for w in re.findall(r"[a-z0-9.]+", text.lower())]  # a sentence's last word too
-    return " ".join(_cardinals([w for w in words if w and w not in ("a", "an", "the")]))
+    return " ".join(_cardinals([_spelled(w) for w in words if w and w not in ("a", "an", "the")]))
 
 
 # A truth that opens with the pronoun "one" ("the one in the kitchen", to "Which printer should be

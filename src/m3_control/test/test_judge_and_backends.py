@@ -63,6 +63,26 @@ def test_number_words_match_the_digits_speech_recognition_writes():
     assert not judge.match("forty", "There were 14 cups.")
 
 
+def test_ordinals_match_the_digits_speech_recognition_writes():
+    assert judge.match("the twelfth", "The birthday is on the 12th.")
+    assert judge.match("12th", "on the twelfth of May")
+    assert judge.match("twenty first", "It is the 21st today.")
+    assert judge.match("third floor", "On the 3rd floor.")
+    assert judge.match("fourth of June", "the 4th of June")
+    assert not judge.match("the twelfth", "The birthday is on the 11th.")
+    assert not judge.match("twenty first", "It is the 20th today.")
+
+
+def test_british_and_american_spellings_are_one_word():
+    assert judge.match("the fish restaurant by the harbour", "At the fish restaurant by the harbor at 8.")
+    assert judge.match("red colour", "a red color")
+    assert judge.match("her favourite mug", "Her favorite mug.")
+    assert judge.match("neighbours", "the neighbors")
+    assert judge.match("flour", "a bag of flour")  # a short word is left as it is
+    assert not judge.match("harbour", "by the river")
+    assert not judge.match("four", "it is for you")  # "four" is a number, never folded to "for"
+
+
 def test_model_judge_over_local_server(tmp_path, capsys):
     data = tmp_path / "items.jsonl"
     data.write_text(
