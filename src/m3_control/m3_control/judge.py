@@ -37,10 +37,11 @@ UNITS = {
 TENS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)}
 # Ordinal words as the cardinal word they count with ("twelfth" -> "twelve"), so _cardinals reads them as
 # numbers: a truth says "the twelfth" where speech recognition writes "the 12th" ("twenty first": 21).
+IRREGULAR = "first one second two third three fifth five eighth eight ninth nine twelfth twelve".split()
 ORDINALS = {
-    **dict(zip("first second third fifth eighth ninth twelfth".split(), "one two three five eight nine twelve".split())),
-    **{w + "th": w for w in "four six seven ten eleven thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()},
-    **{w[:-1] + "ieth": w for w in TENS},
+    **dict(zip(IRREGULAR[::2], IRREGULAR[1::2], strict=True)),
+    **{w + "th": w for w in UNITS if UNITS[w] > 3 and w not in IRREGULAR[1::2]},  # "fourth", "sixteenth"
+    **{w[:-1] + "ieth": w for w in TENS},  # "twentieth"
 }
 DIGIT_ORDINAL_RE = re.compile(r"^(\d+)(?:st|nd|rd|th)$")  # "1st", "22nd", "12th"
 # British "-our" as American "-or" ("harbour" / "harbor", "colours" / "colors", "favourite"): a truth is
