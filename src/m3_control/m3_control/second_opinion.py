@@ -8,6 +8,10 @@ or repeats the fact asked about, where memory holds the answer in a shape the ru
 said in, a person's own role, the reply to a question), so a model path could score below `--llm none` on the
 very questions the rules answer.
 
+An answer that says nothing but a person's name to a question that asks for no person ("Bob." to "What does
+the person who drinks black coffee take pictures of?") also leaves it open: a small model answers *who*
+where *what* is asked, and a name is no thing, place or time.
+
 A where / when / how-many answer is also replaced when the rules are certain and the model says otherwise:
 the rules' best memory holds every content word of the question and the kind of thing asked (a time for
 "when"), and the model's answer has a word that memory lacks ("When is the fire drill?" answered "On
@@ -22,11 +26,12 @@ stays a wrong guess), a plan is never replaced, and an answer the rules gave say
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from m3_control.answer_kinds import answer_kind, holds_kind
 from m3_control.extractive_reasoner import ExtractiveReasoner, content_words, question_words
 from m3_control.loop import SUCCEEDED, LoopResult
+from m3_control.names import names_from
 
 RULES = "extractive"  # answered_by of an answer the rules gave
 CRISP_KINDS = ("place", "time", "number")  # kinds an answer visibly holds or lacks (answer_kinds.holds_kind)
@@ -53,6 +58,22 @@ def unanswered(question: str, answer: str) -> bool:
     return abstains(answer) or (kind in CRISP_KINDS and not holds_kind(answer, kind, set()))
 
 
+def names_only(question: str, answer: str, names: Iterable[str]) -> bool:
+    """Whether an answer to a question that asks for no person says nothing beyond the question's words but
+    names of people memory knows ("Nadia checked first." to "What did the nurse check first?")."""
+    if answer_kind(question) == "person":
+        return False
+    said = content_words(answer) - question_words(question)
+    return bool(said) and said <= {word for name in names for word in content_words(name)}
+
+
+def known_names(outcome: LoopResult) -> set[str]:
+    """The names of people the outcome's loop learnt or its evidence holds."""
+    if outcome.state is None:
+        return set()
+    return set(outcome.state.names.values()) | set(names_from(outcome.state.evidence).values())
+
+
 def contradicted(question: str, answer: str, rules: LoopResult) -> bool:
     """Whether the rules are certain of a where / when / how-many answer that the model's answer leaves:
     their best memory covers every content word of the question exactly and holds the kind asked, and the
@@ -68,11 +89,12 @@ def contradicted(question: str, answer: str, rules: LoopResult) -> bool:
 
 def ask_rules_when_unsure(question: str, outcome: LoopResult, ask_rules: Callable[[], LoopResult]) -> LoopResult:
     """outcome, or the rules' outcome (ask_rules: the same goal with the extractive reasoner) when the model's
-    answer, without a plan, left the question open and the rules' answer does not, or when the rules are
-    certain of a where / when / how-many answer and the model's says otherwise (contradicted)."""
+    answer, without a plan, left the question open (or gave only a name where no person is asked for: names_only)
+    and the rules' answer does not, or when the rules are certain of a where / when / how-many answer and the
+    model's says otherwise (contradicted)."""
     if outcome.code != SUCCEEDED or outcome.plan:
         return outcome
-    unsure = unanswered(question, outcome.answer)
+    unsure = unanswered(question, outcome.answer) or names_only(question, outcome.answer, known_names(outcome))
     if not unsure and answer_kind(question) not in CRISP_KINDS:
         return outcome
     rules = ask_rules()

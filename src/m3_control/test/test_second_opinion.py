@@ -130,3 +130,31 @@ def test_the_model_stands_where_the_rules_are_not_certain() -> None:
     who = "Who keeps the coffee tokens?"  # not a where / when / how-many question: never second-guessed
     guess = LoopResult(SUCCEEDED, answer="Marek does.", rounds_used=1)
     assert ask_rules_when_unsure(who, guess, _never) is guess
+
+
+def _named(answer: str, names: dict[str, str]) -> LoopResult:
+    """A model's outcome whose loop learnt these names (entity id -> name)."""
+    state = LoopState(instruction="", round=2, max_rounds=5, names=names)
+    return LoopResult(SUCCEEDED, answer=answer, rounds_used=2, state=state)
+
+
+def test_a_bare_name_where_no_person_is_asked_gets_the_rules_answer() -> None:
+    question = "What does the person who plays the cello collect?"
+    names = {"voice_2": "Ilse", "face_1": "Tobias"}
+    model = _named("Ilse.", names)
+    out = ask_rules_when_unsure(question, model, lambda: _rules('Ilse says: "I collect old maps."'))
+    assert out.answered_by == "extractive" and "old maps" in out.answer
+    checked = _named("Tobias checked first.", names)  # a name and the question's own words
+    out = ask_rules_when_unsure("What did the nurse check first?", checked, lambda: _rules("The blood pressure."))
+    assert out.answered_by == "extractive"
+
+
+def test_a_name_answers_a_question_about_a_person() -> None:
+    names = {"voice_2": "Ilse"}
+    for question in ("Who plays the cello?", "Which person collects maps?"):
+        model = _named("Ilse.", names)
+        assert ask_rules_when_unsure(question, model, _never) is model
+    unknown = _named("Marek.", names)  # not a name memory holds: a guess of the wrong kind is not second-guessed
+    assert ask_rules_when_unsure("What does the cellist collect?", unknown, _never) is unknown
+    more = _named("Ilse collects old maps.", names)
+    assert ask_rules_when_unsure("What does the cellist collect?", more, _never) is more
