@@ -49,7 +49,8 @@ STOP = set(
     "a an the is are was were be been am of to in on at by for with and or but not do does did done what who whom "
     "whose where when which why how please can could would should must might may shall you your me my i it its this "
     "that these those there here have has had any some about from into onto up down out over under again then than so "
-    "if as just also now currently right his her their our him them he she they we us tell know will".split()
+    "if as just also now currently right his her their our him them he she they we us tell know will "
+    "according".split()  # "according to the note": where it was said, not what it is about
 )
 # "I'll", "we're", "don't": a pronoun or auxiliary with its contraction says nothing about the topic.
 CONTRACTION_RE = re.compile(r"(?:'(?:m|ll|ve|re|d)|n't)$")

@@ -184,3 +184,10 @@ def test_an_unnamed_id_may_still_be_the_person_asked_about():
     memory = FakeMemory([(0, [_m("semantic_1", "The phone of <voice_7> is in the bedroom.", 0, ("voice_7",))])])
     result, _, _ = ask("Where is Gina's phone?", memory)
     assert result.answer == "The phone of someone whose name I don't know is in the bedroom."  # no id for people
+
+
+def test_according_to_names_the_source_not_the_topic():
+    note = _m("episodic_1", 'A written note or sign says: "Call the electrician on Monday"', 0, ())
+    memory = FakeMemory([(0, [note])])
+    result, _, _ = ask("Who should be called, according to the note in the hall?", memory)
+    assert "electrician" in result.answer  # before: "according" was a word the memory had to hold (1 of 3)
