@@ -58,10 +58,20 @@ def unanswered(question: str, answer: str) -> bool:
     return abstains(answer) or (kind in CRISP_KINDS and not holds_kind(answer, kind, set()))
 
 
+# A question that may ask for a person in other words than answer_kind reads: "Which guest came late?",
+# "What is the nurse called?", "Tell me who cooked." (an interrogative "who" after a verb; the relative one
+# of "the person who drinks coffee" names no asked person).
+MAY_ASK_PERSON_RE = re.compile(
+    r"\b(?:which|name|named|called)\b"
+    r"|(?:^|\b(?:me|us|know|knows|remember|ask|say|tell|guess|wonder|out|see)\s+)(?:who|whom|whose)\b",
+    re.IGNORECASE,
+)
+
+
 def names_only(question: str, answer: str, names: Iterable[str]) -> bool:
     """Whether an answer to a question that asks for no person says nothing beyond the question's words but
     names of people memory knows ("Nadia checked first." to "What did the nurse check first?")."""
-    if answer_kind(question) == "person":
+    if answer_kind(question) == "person" or MAY_ASK_PERSON_RE.search(question.strip()):
         return False
     said = content_words(answer) - question_words(question)
     return bool(said) and said <= {word for name in names for word in content_words(name)}

@@ -151,7 +151,10 @@ def test_a_bare_name_where_no_person_is_asked_gets_the_rules_answer() -> None:
 
 def test_a_name_answers_a_question_about_a_person() -> None:
     names = {"voice_2": "Ilse"}
-    for question in ("Who plays the cello?", "Which person collects maps?"):
+    for question in (
+        "Who plays the cello?", "Which person collects maps?", "Which guest came late?", "What is the cellist called?",
+        "Tell me who plays the cello.", "Name the cellist.",
+    ):  # fmt: skip
         model = _named("Ilse.", names)
         assert ask_rules_when_unsure(question, model, _never) is model
     unknown = _named("Marek.", names)  # not a name memory holds: a guess of the wrong kind is not second-guessed
