@@ -84,7 +84,7 @@ class OnnxTextEncoder:
         options.inter_op_num_threads = 1
         # Threads sleep when a run ends instead of spinning: a spinning pool holds the cores the service's
         # reply (serialisation, DDS) and the other nodes need next. Over the memory services a fresh search
-        # takes ~4 ms less on 2 cores; in one process it costs ~1 ms, bulk ingest is unchanged.
+        # takes ~4 ms less on 2 cores (m3_control README); in one process it costs ~2 ms, bulk ingest is unchanged.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if threads:
             options.intra_op_num_threads = threads
