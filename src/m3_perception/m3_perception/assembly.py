@@ -256,6 +256,7 @@ def build_pipelines(
                 window_s=p["turn_window_s"],
                 hop_s=p["turn_hop_s"],
                 change_cosine=p["turn_change_cosine"],
+                change_cosine_narrowband=p["turn_change_cosine_narrowband"],
                 merge_cosine=p["turn_merge_cosine"],
                 merge_cosine_narrowband=p["turn_merge_cosine_narrowband"],
                 min_turn_s=p["turn_min_s"],

@@ -229,6 +229,15 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
             1.0,
         ),
     ),
+    "turn_change_cosine_narrowband": (
+        0.35,
+        _float(
+            "turn_change_cosine for a segment heard through a narrow-band (telephone) channel, where the "
+            "windows of two speakers meet at higher cosines (campplus 0.35; used only when above turn_change_cosine)",
+            0.0,
+            1.0,
+        ),
+    ),
     "turn_merge_cosine_narrowband": (
         0.55,
         _float(

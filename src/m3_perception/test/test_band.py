@@ -85,3 +85,16 @@ def _turns(channel) -> list[tuple[int, int]]:
 def test_pieces_of_a_telephone_segment_are_rejoined_only_at_the_narrow_band_threshold():
     assert _turns(lambda x: x) == [(0, 80000)]  # cut at the change, rejoined: cosine 0.5 >= 0.45
     assert _turns(telephone_channel) == [(0, 40000), (40000, 80000)]  # 0.5 < 0.55 on the telephone band
+
+
+def _cuts(channel) -> list[tuple[int, int]]:
+    from m3_perception.voices.speaker_turns import TurnParams, split_turns
+
+    x = np.ascontiguousarray(channel(conversation_sources()["librivox"][0].samples[: 5 * 16000]), np.float32)
+    params = TurnParams(change_cosine=0.45, change_cosine_narrowband=0.55, merge_cosine=0.6)
+    return split_turns(x, _HalfEncoder(x), params)
+
+
+def test_a_change_of_voice_is_found_at_the_narrow_band_threshold_on_a_telephone_segment():
+    assert _cuts(lambda x: x) == [(0, 80000)]  # windows meet at cosine 0.5 >= 0.45: no change wide-band
+    assert _cuts(telephone_channel) == [(0, 40000), (40000, 80000)]  # 0.5 < 0.55 on the telephone band

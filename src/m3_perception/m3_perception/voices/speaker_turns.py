@@ -40,6 +40,8 @@ class TurnParams:
     window_s: float = 1.0  # embedded window on each side of a candidate boundary [s]
     hop_s: float = 0.1  # candidate boundaries every hop [s]
     change_cosine: float = 0.30  # adjacent windows below this cosine: a change of voice
+    # the same for a segment heard through a narrow-band channel; used when above change_cosine
+    change_cosine_narrowband: float = 0.0
     merge_cosine: float = 0.45  # adjacent pieces at or above this cosine: one voice after all
     # the same for a segment heard through a narrow-band channel; used when above merge_cosine
     merge_cosine_narrowband: float = 0.0
@@ -110,17 +112,17 @@ def split_turns(
     min_gap = max(1, round(p.min_turn_s / p.hop_s))
     if not p.enabled or hi - lo < 2 * p.min_turn_s * RATE or n < 2 * p.window_s * RATE:
         return [(0, n)]
+    narrow = is_narrowband(samples[lo:hi])
     embs = window_embeddings(encoder, samples, p.window_s, p.hop_s)
     cos = boundary_cosines(embs, lag)
-    changes = pick_changes(cos, lag, p.change_cosine, min_gap, round(lo / hop), hi // hop)
+    change = max(p.change_cosine, p.change_cosine_narrowband) if narrow else p.change_cosine
+    changes = pick_changes(cos, lag, change, min_gap, round(lo / hop), hi // hop)
     if not changes:
         return [(0, n)]
     cuts = [0, *(k * hop for k in changes), n]
     pieces = list(pairwise(cuts))
     piece_embs = [_piece_embedding(embs, a, b, hop, lag) for a, b in pieces]
-    merge = p.merge_cosine
-    if p.merge_cosine_narrowband > merge and is_narrowband(samples[lo:hi]):
-        merge = p.merge_cosine_narrowband
+    merge = max(p.merge_cosine, p.merge_cosine_narrowband) if narrow else p.merge_cosine
     kept = merge_similar(pieces, piece_embs, merge)
     bounds = [pieces[i][0] for i in kept] + [n]
     return list(pairwise(bounds))
