@@ -164,9 +164,12 @@ def person_names(instruction: str) -> list[str]:
 
 
 def is_bookkeeping(memory: Memory) -> bool:
-    """Memories that only say who is who or who was seen: they answer no question but an id lookup."""
+    """Memories that only say who is who or who or what was seen: they answer no question but an id lookup.
+    An object entity ("object_8 is an object: cat.") holds only its class, a word the question already says
+    ("What is the cat afraid of?" was answered with it); when and where it was seen are episodic memories.
+    A written-text entity holds its reading, which does answer ("What does the note say?")."""
     text = memory.text.strip()
-    if memory.kind in ("face", "voice", "person"):
+    if memory.kind in ("face", "voice", "person", "object"):
         return True
     if text.startswith("Equivalence:") or re.fullmatch(r"\S+ is seen\.?", text):
         return True

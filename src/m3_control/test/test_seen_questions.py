@@ -96,3 +96,20 @@ def test_where_a_thing_was_seen_is_the_room_the_robot_was_in(question, expected)
     ]  # fmt: skip
     result = run_loop(question, ExtractiveReasoner(), FakeMemory(clips), load_skills(), LoopConfig(max_rounds=3))
     assert result.code == SUCCEEDED and result.answer == expected, result.answer
+
+
+def test_an_object_entity_is_no_answer_to_what_is_asked_about_it():
+    """An object entity says only its class ("cat"), a word the question already has: the rules never quote it
+    as the answer (a replay answered "What is the cat afraid of?" with "object_8 is an object: cat.")."""
+    from fixtures import FakeMemory
+
+    from m3_control.memory_client import Memory
+
+    clips = [
+        (0, [Memory("object_8", "object", "object_8 is an object: dog", 0)]),
+        (1, [Memory("episodic_2", "episodic", "Lunch is at noon.", 1)]),
+    ]
+    result = run_loop(
+        "What is the dog scared of?", ExtractiveReasoner(), FakeMemory(clips), load_skills(), LoopConfig(max_rounds=3)
+    )
+    assert result.code == SUCCEEDED and "object" not in result.answer and "don't know" in result.answer, result.answer
