@@ -67,6 +67,12 @@ ROLE_STATEMENT_RE = re.compile(
     + r")\b)[a-z]|\bworks?\s+(?:as|at|in|for)\s",
     re.IGNORECASE,
 )
+# "How is X related to Y?", "What relation is X to Y?", "What is X's relationship with Y?": a family or social
+# relation answers ("Jonas is the husband of Lucia"), and the question's own words for it are no part of what
+# it is about.
+RELATION_QUESTION_RE = re.compile(r"\b(?:related|relation|relationship)\b", re.IGNORECASE)
+RELATION_KIND_WORDS = ("related", "relation", "relationship")
+RELATION_RE = re.compile(rf"\b(?:{RELATION_WORDS})s?\b", re.IGNORECASE)
 QUOTED_RE = re.compile(r'\bsays:\s*"(.*)"\s*$', re.DOTALL)
 SEQ_RE = re.compile(r"_(\d+)$")
 TIME_KIND_RE = re.compile(r"^(?:what|which) (time|day|date)\b")
@@ -74,7 +80,7 @@ MAX_REPLY_GAP = 4  # node ids between a question and its reply (the question's o
 
 
 def answer_kind(instruction: str) -> str:
-    """What the instruction asks for: "time", "place", "number", "person", "role", "written" or ""."""
+    """What the instruction asks for: "time", "place", "number", "person", "relation", "role", "written" or ""."""
     text = question_core(instruction)
     if re.match(r"^when\b", text) or TIME_KIND_RE.match(text):
         return "time"
@@ -84,6 +90,8 @@ def answer_kind(instruction: str) -> str:
         return "number"
     if re.match(r"^(?:who|whom|whose)\b|^which (?:person|one|of them)\b", text) or re.search(r"\bname of\b", text):
         return "person"
+    if RELATION_QUESTION_RE.search(text):
+        return "relation"
     if ROLE_QUESTION_RE.search(text):
         return "role"
     if WRITTEN_QUESTION_RE.search(text):
@@ -109,6 +117,8 @@ def holds_kind(text: str, kind: str, names: set[str]) -> bool:
         return bool(NUMBER_RE.search(text))
     if kind == "role":
         return bool(ROLE_STATEMENT_RE.search(text))
+    if kind == "relation":
+        return bool(RELATION_RE.search(text))
     if kind == "written":
         return bool(WRITTEN_RE.search(text))
     if kind == "person":

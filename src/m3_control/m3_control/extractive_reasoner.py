@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from m3_control.answer_kinds import (
     NOT_PEOPLE,
+    RELATION_KIND_WORDS,
     ROLE_KIND_WORDS,
     ROOM_QUESTION_RE,
     addressee,
@@ -248,10 +249,12 @@ class ExtractiveReasoner:
         kind_asked = answer_kind(instruction)
         kind = holds_kind(text, kind_asked, set(names.values()))
         kind = kind or bool(region and ROOM_QUESTION_RE.search(instruction))  # "in which room": its region
-        if kind_asked == "role" and role_of(text, {n.lower() for n in person_names(instruction)}):
-            have |= {_stem(w) for w in ROLE_KIND_WORDS}  # "<X> is a surgeon" answers "job", "profession", "do"
-        exact = wanted & have
         asked = {n.lower() for n in person_names(instruction)}
+        if kind_asked == "role" and role_of(text, asked):
+            have |= {_stem(w) for w in ROLE_KIND_WORDS}  # "<X> is a surgeon" answers "job", "profession", "do"
+        if kind_asked == "relation" and kind and asked and {_stem(n) for n in asked} <= have:
+            have |= {_stem(w) for w in RELATION_KIND_WORDS}  # "Jonas is the husband of Lucia": both people, a relation
+        exact = wanted & have
         mentioned = {w.lower() for w in re.findall(r"\b[A-Z][a-z]+\b", text)} - {w.lower() for w in NOT_PEOPLE}
         # people the memory is about whose names memory knows (an unnamed id may still be the asked person:
         # one human is often split over several ids)

@@ -230,3 +230,14 @@ def test_a_time_question_is_about_its_subject_not_the_word_time(question):
     memory = FakeMemory([(2, [note, said(31, "voice_2", "The roses need pruning.", 2)])], names=NAMES)
     result = run_loop(question, ExtractiveReasoner(), memory, SKILLS, LoopConfig())
     assert "Vet Friday 10 am" in result.answer, result.answer
+
+
+def test_a_question_about_how_two_people_are_related_asks_for_a_relation():
+    from m3_control.answer_kinds import answer_kind, holds_kind
+
+    asked = ("How is Tomas related to Mira?", "What is Ana's relationship with Ben?", "What relation is Li to Bo?")
+    for question in asked:
+        assert answer_kind(question) == "relation", question
+    assert answer_kind("Who is related to Mira?") == "person"
+    assert holds_kind("Tomas is the brother of Mira.", "relation", set())
+    assert not holds_kind("Tomas builds wooden boats.", "relation", set())

@@ -191,3 +191,19 @@ def test_according_to_names_the_source_not_the_topic():
     memory = FakeMemory([(0, [note])])
     result, _, _ = ask("Who should be called, according to the note in the hall?", memory)
     assert "electrician" in result.answer  # before: "according" was a word the memory had to hold (1 of 3)
+
+
+def test_a_relation_between_the_two_people_asked_about_answers_how_they_are_related():
+    names = {"voice_4": "Mira", "voice_5": "Tomas", "voice_6": "Ines"}
+    relations = [
+        (0, [_m("semantic_1", "<voice_5> is the brother of <voice_4>.", 0, ("voice_5", "voice_4"), "semantic")]),
+        (1, [_m("episodic_2", '<voice_6> says: "Thanks, Grandpa, see you on Sunday."', 1, ("voice_6",))]),
+        (1, [_m("semantic_3", "<voice_4> is called Mira.", 1, ("voice_4",), "semantic")]),
+        (1, [_m("semantic_4", "<voice_5> is called Tomas.", 1, ("voice_5",), "semantic")]),
+        (1, [_m("semantic_5", "<voice_6> is called Ines.", 1, ("voice_6",), "semantic")]),
+    ]
+    result, _, _ = ask("How is Tomas related to Mira?", FakeMemory(relations, names=names))
+    assert result.answer == "Tomas is the brother of Mira.", result.answer
+    # a relation word in a line about one of them only says nothing of how the two are related
+    result, _, _ = ask("What is the relationship between Ines and Mira?", FakeMemory(relations, names=names))
+    assert result.answer.startswith("I don't know"), result.answer
