@@ -8,9 +8,10 @@ taken lowest first, at least `min_turn_s` apart and from the segment's ends, so 
 than `min_turn_s` is never split off (a short "yes" is too short to embed reliably). Adjacent pieces
 whose whole-piece embeddings still agree (cosine ≥ `merge_cosine`) are joined again: one noisy
 window pair must not cut one person's sentence in two. A segment heard through a narrow-band
-(telephone) channel (band.py) is rejoined at `merge_cosine_narrowband` instead, for the reason the
-voice pipeline matches such turns at voice_match_cosine_narrowband: the band brings different
-speakers' embeddings closer, so pieces of two callers agree as much as two pieces of one speaker do
+(telephone) channel (band.py) is cut at `change_cosine_narrowband` and rejoined at
+`merge_cosine_narrowband` instead, for the reason the voice pipeline matches such turns at
+voice_match_cosine_narrowband: the band brings different speakers' embeddings closer, so the windows
+of two callers meet at higher cosines, and their pieces agree as much as two pieces of one speaker do
 wide-band.
 
 Pure logic (numpy); the encoder only has to offer `encode(samples)` and, optionally, the batched
