@@ -70,8 +70,8 @@ ROLE_STATEMENT_RE = re.compile(
 # "How is X related to Y?", "What relation is X to Y?", "What is X's relationship with Y?": a family or social
 # relation answers ("Jonas is the husband of Lucia"), and the question's own words for it are no part of what
 # it is about.
-RELATION_QUESTION_RE = re.compile(r"\b(?:related|relation|relationship)\b", re.IGNORECASE)
 RELATION_KIND_WORDS = ("related", "relation", "relationship")
+RELATION_QUESTION_RE = re.compile(rf"\b(?:{'|'.join(RELATION_KIND_WORDS)})\b", re.IGNORECASE)
 RELATION_RE = re.compile(rf"\b(?:{RELATION_WORDS})s?\b", re.IGNORECASE)
 QUOTED_RE = re.compile(r'\bsays:\s*"(.*)"\s*$', re.DOTALL)
 SEQ_RE = re.compile(r"_(\d+)$")

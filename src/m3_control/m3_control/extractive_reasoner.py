@@ -250,9 +250,10 @@ class ExtractiveReasoner:
         kind = holds_kind(text, kind_asked, set(names.values()))
         kind = kind or bool(region and ROOM_QUESTION_RE.search(instruction))  # "in which room": its region
         asked = {n.lower() for n in person_names(instruction)}
+        asked_stems = {_stem(n) for n in asked}
         if kind_asked == "role" and role_of(text, asked):
             have |= {_stem(w) for w in ROLE_KIND_WORDS}  # "<X> is a surgeon" answers "job", "profession", "do"
-        if kind_asked == "relation" and kind and asked and {_stem(n) for n in asked} <= have:
+        if kind_asked == "relation" and kind and asked_stems and asked_stems <= have:
             have |= {_stem(w) for w in RELATION_KIND_WORDS}  # "Jonas is the husband of Lucia": both people, a relation
         exact = wanted & have
         mentioned = {w.lower() for w in re.findall(r"\b[A-Z][a-z]+\b", text)} - {w.lower() for w in NOT_PEOPLE}
@@ -263,7 +264,6 @@ class ExtractiveReasoner:
         if asked and not asked & have and (mentioned - asked or elsewhere):
             exact = frozenset()  # about somebody else: it cannot answer a question about these people
         related = {w for w in wanted - exact if RELATED.get(w, set()) & have} if exact else set()
-        asked_stems = {_stem(n) for n in asked}
         if wanted - asked_stems and not (exact | related) - asked_stems:
             exact, related = frozenset(), set()  # only the name in common: nothing about what is asked
         coverage = (len(exact) + self.config.related * len(related)) / len(wanted) if wanted else 0.0

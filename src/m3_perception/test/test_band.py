@@ -74,25 +74,24 @@ class _HalfEncoder:
         return v / np.linalg.norm(v)
 
 
-def _turns(channel) -> list[tuple[int, int]]:
+def _turns(channel, **thresholds) -> list[tuple[int, int]]:
     from m3_perception.voices.speaker_turns import TurnParams, split_turns
 
     x = np.ascontiguousarray(channel(conversation_sources()["librivox"][0].samples[: 5 * 16000]), np.float32)
-    params = TurnParams(change_cosine=0.6, merge_cosine=0.45, merge_cosine_narrowband=0.55)
-    return split_turns(x, _HalfEncoder(x), params)
+    return split_turns(x, _HalfEncoder(x), TurnParams(**thresholds))
+
+
+def _rejoined(channel) -> list[tuple[int, int]]:
+    return _turns(channel, change_cosine=0.6, merge_cosine=0.45, merge_cosine_narrowband=0.55)
 
 
 def test_pieces_of_a_telephone_segment_are_rejoined_only_at_the_narrow_band_threshold():
-    assert _turns(lambda x: x) == [(0, 80000)]  # cut at the change, rejoined: cosine 0.5 >= 0.45
-    assert _turns(telephone_channel) == [(0, 40000), (40000, 80000)]  # 0.5 < 0.55 on the telephone band
+    assert _rejoined(lambda x: x) == [(0, 80000)]  # cut at the change, rejoined: cosine 0.5 >= 0.45
+    assert _rejoined(telephone_channel) == [(0, 40000), (40000, 80000)]  # 0.5 < 0.55 on the telephone band
 
 
 def _cuts(channel) -> list[tuple[int, int]]:
-    from m3_perception.voices.speaker_turns import TurnParams, split_turns
-
-    x = np.ascontiguousarray(channel(conversation_sources()["librivox"][0].samples[: 5 * 16000]), np.float32)
-    params = TurnParams(change_cosine=0.45, change_cosine_narrowband=0.55, merge_cosine=0.6)
-    return split_turns(x, _HalfEncoder(x), params)
+    return _turns(channel, change_cosine=0.45, change_cosine_narrowband=0.55, merge_cosine=0.6)
 
 
 def test_a_change_of_voice_is_found_at_the_narrow_band_threshold_on_a_telephone_segment():
