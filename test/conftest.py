@@ -13,7 +13,7 @@ def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     served by llama.cpp (m3_agent.llm.server) on a free port for the whole session.
 
     Use `.base_url` ("http://127.0.0.1:PORT/v1") and `.model` (the name to send). A missing or
-    corrupt model, or llama-cpp-python not installed, fails with an error naming the fix
+    corrupt model, or llama-server not built, fails with an error naming the fix
     (`bash bootstrap.sh setup`): it is never skipped."""
     from m3_agent.llm import models
     from m3_agent.llm.server import LlamaServer, ServerConfig, free_port

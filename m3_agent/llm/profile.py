@@ -14,7 +14,7 @@ from m3_agent.llm.models import DEFAULT_MODEL, config_file
 
 MODES = ("none", "embedded", "endpoint")
 # How the nodes speak to each mode's model unless a profile's `params` says otherwise (config/llm.yaml).
-EMBEDDED_PARAMS = {  # a small local model behind llama-cpp-python's server
+EMBEDDED_PARAMS = {  # a small local model behind llama.cpp's llama-server
     "memory_node": {"openai_response_format": "json_object", "openai_keyframes": 0},
     "control_node": {
         "response_format": "json_object",
@@ -38,6 +38,7 @@ def _copy(params: dict) -> dict:
 class EmbeddedSettings:
     model: str = DEFAULT_MODEL  # packaged model name or a .gguf path
     sha256: str = ""
+    server: str = ""  # a llama-server binary (e.g. a CUDA build); empty: the one set-up built
     host: str = "127.0.0.1"
     port: int = 8080
     threads: int = 0  # generation threads; 0: every core but one (server.generation_threads)

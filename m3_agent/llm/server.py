@@ -1,5 +1,4 @@
-"""The llama.cpp OpenAI-compatible server (llama-cpp-python's, through `python -m m3_agent.llm.llama_server`,
-which only bounds its prompt cache) as a child process.
+"""llama.cpp's own OpenAI-compatible server (llama-server, built by set-up) as a child process.
 
 start() reuses a server already answering on the port when it serves the same model name, and
 otherwise starts one, logging to a file, and waits until /v1/models answers; a server that exits
@@ -13,9 +12,9 @@ from __future__ import annotations
 import atexit
 import contextlib
 import http.client
-import importlib.util
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -29,7 +28,7 @@ from pathlib import Path
 from m3_agent.llm.models import FIX
 from m3_runtime.verified_files import cache_dir
 
-SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
+SERVER_BINARY = "llama-server"
 LOG_TAIL_LINES = 25
 
 
@@ -49,29 +48,40 @@ class ServerConfig:
     prompt_cache_mb: int = 1024  # llama.cpp RAM cache of evaluated prompts; 0: off
     start_timeout_s: float = 180.0
     log_file: Path | None = None  # None: ~/.cache/m3-agent/logs/llama-server-<port>.log
-    extra_args: list[str] = field(default_factory=list)  # more llama_cpp.server flags, e.g. --n_gpu_layers -1
-    command: list[str] = field(default_factory=list)  # empty: this interpreter's -m m3_agent.llm.llama_server
+    extra_args: list[str] = field(default_factory=list)  # more llama-server flags, e.g. --n-gpu-layers 99
+    command: list[str] = field(default_factory=list)  # empty: [server_binary()]; else the server's command
 
     def argv(self) -> list[str]:
         threads = str(self.threads or generation_threads(os.cpu_count() or 1))
         threads_batch = str(self.threads_batch or os.cpu_count() or 1)
-        cache = ["--cache", "true", "--cache_size", str(self.prompt_cache_mb << 20)] if self.prompt_cache_mb else []
         return [
-            *(self.command or [sys.executable, "-m", "m3_agent.llm.llama_server"]),
-            *("--model", str(self.model_path), "--model_alias", self.model),
+            *(self.command or [str(server_binary())]),
+            *("--model", str(self.model_path), "--alias", self.model),
             *("--host", self.host, "--port", str(self.port)),
-            *("--n_threads", threads, "--n_threads_batch", threads_batch, "--n_ctx", str(self.context)),
-            *("--use_mmap", "false"),  # mmap made the first calls slow on this class of machine
-            # The server's default keeps logits of every prompt token (n_ctx x vocabulary floats, and an
-            # output layer per token); only logprobs need them, and the nodes never ask for logprobs.
-            *("--logits_all", "false"),
-            # The library's default ends a streamed reply ("[DONE]") as soon as another request waits:
-            # the reasoner's streamed answer was cut whenever the memorizer sent a clip mid-answer
-            # (a question asked during a replay: "the reply is not a JSON object"). Requests queue instead.
-            *("--interrupt_requests", "false"),
-            *cache,
+            *("--threads", threads, "--threads-batch", threads_batch, "--ctx-size", str(self.context)),
+            # One request at a time: the memorizer, the fact reader and the reasoner queue rather than
+            # split the context and the cores (and a streamed answer is never cut by another request).
+            *("--parallel", "1"),
+            # Evaluated prompts kept in RAM (the memorizer's, the reasoner's and the fact reader's), in MiB.
+            *("--cache-ram", str(self.prompt_cache_mb)),
+            *("--load-mode", "none"),  # read the weights into memory: mmap made the first calls slow here
+            "--no-webui",
             *self.extra_args,
         ]
+
+
+def server_binary() -> Path:
+    """The llama-server set-up links into this interpreter's environment (bin/llama-server), else one on PATH."""
+    beside = Path(sys.executable).parent / SERVER_BINARY
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return beside
+    found = shutil.which(SERVER_BINARY)
+    if found is None:
+        raise ServerError(
+            f"llama.cpp's {SERVER_BINARY} is not installed (not in {beside.parent}, not on PATH); run `{FIX}`, "
+            "or set embedded.server in the LLM profile to a llama-server binary"
+        )
+    return Path(found)
 
 
 def generation_threads(cores: int) -> int:
@@ -110,10 +120,6 @@ def served_models(base_url: str, timeout_s: float = 3.0, api_key: str = "") -> l
         raise ServerError(f"{base_url}/models is not an OpenAI-compatible model list: {error!r}") from error
 
 
-def missing_modules() -> list[str]:
-    return [name for name in SERVER_MODULES if importlib.util.find_spec(name) is None]
-
-
 class LlamaServer:
     """One model server on host:port: reused when it already serves `config.model`, else started."""
 
@@ -142,11 +148,6 @@ class LlamaServer:
                 )
             self.startup_s = time.monotonic() - started
             return self  # reused: not ours to stop
-        if not self.config.command and (missing := missing_modules()):
-            raise ServerError(
-                f"llama-cpp-python with its [server] extra is not installed in {sys.prefix} "
-                f"(missing modules: {', '.join(missing)}); run `{FIX}`"
-            )
         from m3_runtime.child_processes import popen_tied  # here: bootstrap imports this module without it
 
         self.log_file.parent.mkdir(parents=True, exist_ok=True)

@@ -84,8 +84,15 @@ class ModelService:
 
 
 def server_config(settings: EmbeddedSettings) -> ServerConfig:
-    """The checked GGUF and the server settings of an embedded profile (ModelError when the file is bad)."""
+    """The checked GGUF and the server settings of an embedded profile (ModelError when the file is bad,
+    ServerError when embedded.server names no executable file)."""
     path, name = models.resolve(settings.model, settings.sha256)
+    command = []
+    if settings.server:
+        binary = Path(settings.server).expanduser()
+        if not (binary.is_file() and os.access(binary, os.X_OK)):
+            raise ServerError(f"embedded.server in the LLM profile is {settings.server!r}: no executable file there")
+        command = [str(binary)]
     return ServerConfig(
         model_path=path,
         model=name,
@@ -98,6 +105,7 @@ def server_config(settings: EmbeddedSettings) -> ServerConfig:
         start_timeout_s=settings.start_timeout_s,
         log_file=Path(settings.log_file).expanduser() if settings.log_file else None,
         extra_args=list(settings.extra_args),
+        command=command,
     )
 
 

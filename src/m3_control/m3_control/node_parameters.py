@@ -45,7 +45,9 @@ PARAMETERS: dict[str, tuple[Any, ParameterDescriptor]] = {
     "reasks": (2, _int("re-asks after a malformed reply or a rejected plan, then MODEL_ERROR", 0, 10)),
     "response_format": (
         "none",
-        _text("openai: reply constraint: json_schema (vLLM, llama-server), json_object (llama-cpp-python), none"),
+        _text(
+            "openai: reply constraint: json_schema (vLLM, llama-server), json_object (+schema: llama.cpp servers), none"
+        ),
     ),
     "stream": (True, _text("openai: stream replies, so a cancel also stops the server generating")),
     "knowledge": ("reference", _text("openai: knowledge turns: reference (clips as JSON) or compact (small models)")),
