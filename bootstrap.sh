@@ -101,7 +101,7 @@ llama_server_binary() {  # prints the cached llama-server for these CMAKE_ARGS, 
     log "building llama.cpp's llama-server (llama-cpp-python $LLAMA_VERSION's source, CMAKE_ARGS=$LLAMA_CMAKE_ARGS; about 4 minutes on 2 cores, once per machine)"
     mkdir -p "$dir"
     tmp=$(mktemp -d "$dir/.build.XXXXXX")
-    quiet_pip download -q --no-deps --no-binary :all: -d "$tmp" "llama-cpp-python==$LLAMA_VERSION" >&2
+    quiet_pip download -q --no-deps --no-binary llama-cpp-python -d "$tmp" "llama-cpp-python==$LLAMA_VERSION" >&2
     sdist=$tmp/llama_cpp_python-$LLAMA_VERSION.tar.gz
     [ -f "$sdist" ] || die "pip could not download llama-cpp-python==$LLAMA_VERSION's source (output above)"
     echo "$LLAMA_SDIST_SHA256  $sdist" | sha256sum -c --quiet >&2 \
