@@ -42,6 +42,7 @@ MAX_WORDS_PER_S = 6.0  # fast speech is ~4 words/s: more is a decoder repeating 
 # Fewer words than this a second is a decoder that stopped early: the slowest real phrases here (Beckett's
 # "Ever failed.", Endgame's "Yes.", the pocketsphinx cards), with 0.2 s around them, say 1.4-2 words/s.
 MIN_WORDS_PER_S = 0.75
+SILENCE_PEAK = 1e-4  # samples in [-1, 1]: below -80 dBFS at every sample there is nothing to hear
 TOKENS_PER_S = 12  # a windowed decode stops here (Whisper writes ~1.3 tokens a word): a loop costs little
 
 
@@ -129,6 +130,10 @@ class FasterWhisperAsr:
 
     def transcribe(self, samples: np.ndarray) -> Transcript:
         x = checked_mono(samples)
+        if not len(x) or float(np.max(np.abs(x))) < SILENCE_PEAK:
+            # Digital silence holds no words; decoded, Whisper base may make some up on some CPUs
+            # (all zeros became "Yn yw'n yw'n ..." on one machine: the language guess decides what it hears).
+            return Transcript("", 0.0, self.language or "en", ())
         frames = encoder_frames(len(x), self.window_s)
         transcript, degenerate = self._decode(x, frames)
         if degenerate and frames < WHISPER_FRAMES:
