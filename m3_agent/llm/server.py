@@ -70,10 +70,14 @@ class ServerConfig:
         ]
 
 
+def is_program(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
 def server_binary() -> Path:
     """The llama-server set-up links into this interpreter's environment (bin/llama-server), else one on PATH."""
     beside = Path(sys.executable).parent / SERVER_BINARY
-    if beside.is_file() and os.access(beside, os.X_OK):
+    if is_program(beside):
         return beside
     found = shutil.which(SERVER_BINARY)
     if found is None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from m3_agent.llm import models
 from m3_agent.llm.profile import EmbeddedSettings, LLMProfile
-from m3_agent.llm.server import LlamaServer, ServerConfig, ServerError, served_models
+from m3_agent.llm.server import LlamaServer, ServerConfig, ServerError, is_program, served_models
 
 Overrides = dict[str, dict[str, object]]
 
@@ -90,7 +90,7 @@ def server_config(settings: EmbeddedSettings) -> ServerConfig:
     command = []
     if settings.server:
         binary = Path(settings.server).expanduser()
-        if not (binary.is_file() and os.access(binary, os.X_OK)):
+        if not is_program(binary):
             raise ServerError(f"embedded.server in the LLM profile is {settings.server!r}: no executable file there")
         command = [str(binary)]
     return ServerConfig(
