@@ -153,7 +153,9 @@ class VoicePipeline:
         self.clusters = IdentityClusters(
             "voice", cosine_to_l2(self.p.match_cosine), self.p.max_exemplars, 0, centroid=True
         )
-        self.reviser = VoiceReviser(self.p.revision, self.clusters, encoder, self.p.match_cosine)
+        self.reviser = VoiceReviser(
+            self.p.revision, self.clusters, encoder, self.p.match_cosine, self.p.match_cosine_narrowband
+        )
         self._updates: list[VoiceUpdate] = []  # revisions not yet taken (take_updates)
         self.clock = StreamClock()
         self.embedding_model = getattr(encoder, "embedding_model", EMBEDDING_MODEL)

@@ -8,7 +8,10 @@ looks back over the turns of the last `window_s` with what came after them:
 - pooled voices: each voice's turns in the window, embedded again as one stretch of audio (a longer
   stretch gives a steadier embedding than any one turn: the "stronger embeddings");
 - merges: a voice founded inside the window whose pooled embedding is within `merge_cosine` of an
-  older voice's is that voice (the younger id is folded into the older, kept as an alias);
+  older voice's is that voice (the younger id is folded into the older, kept as an alias). A voice
+  founded on less speech than a pool needs (`min_pooled_s`: one 1-2 s turn, often with another
+  speaker's backchannel under it) was a guess: it joins an older voice its turns come within the
+  pipeline's own match threshold of;
 - corrections: a turn nearer another window voice's pooled embedding than its own by `margin`
   moves there; a short turn with no voice joins a neighbouring turn's voice when near enough, and
   never founds one.
@@ -85,8 +88,16 @@ class VoiceReviser:
     """Re-clusters the turns of the last `window_s` (see the module docstring); changes the clusters it
     is given (merges, exemplars moved) and returns what changed."""
 
-    def __init__(self, params: RevisionParams, clusters: IdentityClusters, encoder, match_cosine: float) -> None:
+    def __init__(
+        self,
+        params: RevisionParams,
+        clusters: IdentityClusters,
+        encoder,
+        match_cosine: float,
+        match_cosine_narrowband: float = 0.0,
+    ) -> None:
         self.p, self.clusters, self.encoder, self.match_cosine = params, clusters, encoder, match_cosine
+        self.match_cosine_narrowband = max(match_cosine, match_cosine_narrowband)
         self.turns: list[Turn] = []
         self.next_at: float | None = None  # stream time of the next revision
         self.faces = FaceSplitter(params.faces)
@@ -153,7 +164,9 @@ class VoiceReviser:
 
     def _merge(self, now: float) -> list[tuple[str, str]]:
         """Voices founded inside the window that pool within merge_cosine of an older voice: the
-        younger joins the nearest older one (pooled when it spoke in the window, else its centroid)."""
+        younger joins the nearest older one (pooled when it spoke in the window, else its centroid).
+        A younger voice with too little speech to pool joins at the match threshold instead: its turns
+        are then held to the test online assignment puts a turn to, against the older voices' pools."""
         start = now - self.p.window_s
         young = sorted(
             {t.voice_id for t in self.turns if t.voice_id and not t.short and not t.overlap}
@@ -166,7 +179,8 @@ class VoiceReviser:
         merges = []
         for y in young:
             mine = pooled.get(y)
-            if mine is None:  # too little speech to pool: its own turns' mean
+            weak = mine is None  # too little speech to pool: its own turns' mean
+            if weak:
                 mine = _unit(np.mean([t.embedding for t in self.turns if t.voice_id == y and not t.short], axis=0))
             older = [
                 i.id
@@ -177,7 +191,11 @@ class VoiceReviser:
                 and self.faces.root(i.id) != self.faces.root(y)  # split by face: alike by design
             ]
             narrow = any(t.narrowband for t in self.turns if t.voice_id == y)
-            best, best_cos = None, self.p.merge_cosine_narrowband if narrow else self.p.merge_cosine
+            if weak:
+                best_cos = self.match_cosine_narrowband if narrow else self.match_cosine
+            else:
+                best_cos = self.p.merge_cosine_narrowband if narrow else self.p.merge_cosine
+            best = None
             for o in older:
                 cos = float(mine @ (pooled[o] if o in pooled else self._centroid(o)))  # centroid only when needed
                 if cos >= best_cos:
