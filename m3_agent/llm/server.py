@@ -71,6 +71,7 @@ class ServerConfig:
 
 
 def is_program(path: Path) -> bool:
+    """An executable file (a llama-server someone can start), not a directory or a plain file."""
     return path.is_file() and os.access(path, os.X_OK)
 
 
