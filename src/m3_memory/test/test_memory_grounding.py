@@ -20,12 +20,16 @@ def test_facts_made_of_what_was_said_are_kept():
     assert grounded("Nadia moves the bike to the shed.", SAID)  # inflections share the first letters
     assert grounded("<face_2> is the sister of <voice_1>.", SAID)  # labels are not words
     assert grounded("<voice_1> is here.", SAID)  # no longer word to judge
+    assert grounded("He moved the bike to the shed.", SAID)  # an English word opens it ("He": helium)
+    assert grounded("Dr. <voice_1> drinks hot chocolate.", SAID)  # an abbreviation, not a name
 
 
 def test_copied_and_invented_facts_are_dropped():
     assert not grounded("<face_2> agrees to take the laundry out.", SAID)  # a prompt example's words
     assert not grounded("<face_1> is Tom.", SAID)  # a name nobody said
     assert not grounded("Nadia is the listener of the conversation.", SAID)
+    assert not grounded("Elena moved the bike to the shed.", SAID)  # an opening name nobody said
+    assert grounded("Nadia moved the bike to the shed.", SAID)  # the same, said
 
 
 def test_a_fact_that_only_repeats_a_line_is_a_copy():

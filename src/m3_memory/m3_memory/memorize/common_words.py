@@ -27,18 +27,32 @@ class DictionaryMissing(FileNotFoundError):
 
 
 @functools.cache
-def common_words(path: Path = DICTIONARY) -> frozenset[str]:
-    """Lower-case words of `path` (one word per line) whose capitalised form is not listed."""
+def lower_case_words(path: Path = DICTIONARY) -> frozenset[str]:
+    """Words `path` (one word per line) lists in lower case."""
     try:
-        words = set(path.read_text(encoding="utf-8", errors="replace").split())
+        words = path.read_text(encoding="utf-8", errors="replace").split()
     except FileNotFoundError:
         raise DictionaryMissing(
             f"the English word list {path} is missing: install the Debian package {PACKAGE} "
             f"(apt-get install {PACKAGE}; bash bootstrap.sh setup does)"
         ) from None
-    return frozenset(w for w in words if w.islower() and w.isalpha() and w.capitalize() not in words)
+    return frozenset(w for w in words if w.islower() and w.isalpha())
+
+
+@functools.cache
+def common_words(path: Path = DICTIONARY) -> frozenset[str]:
+    """Lower-case words of `path` whose capitalised form is not listed."""
+    lower = lower_case_words(path)  # first: it names the package when the list is missing
+    capitalised = {w for w in path.read_text(encoding="utf-8", errors="replace").split() if w[:1].isupper()}
+    return frozenset(w for w in lower if w.capitalize() not in capitalised)
 
 
 def is_common_word(word: str) -> bool:
     """Whether `word` (any case) is a common English word and never a name."""
     return word.lower() in common_words()
+
+
+def is_english_word(word: str) -> bool:
+    """Whether `word` (any case) is an English word at all, a name's other sense included ("Rose",
+    "Tom", "He" as helium): a capitalised word that is not one can only be a name."""
+    return word.lower() in lower_case_words()
