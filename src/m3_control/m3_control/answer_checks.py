@@ -21,7 +21,8 @@ Facts. An answer to a goal that retrieved nothing says it does not know ("my mem
 about that yet"); so does an answer none of whose new words (content words not in the question)
 appear in the evidence texts with names rendered (capitalised words: the name check), counting only
 the memories about the question (those sharing a content word with it, and the lines said next to
-them in their clip) when any is. Short
+them in their clip) when any is. An answer with new words that cites no memory and that no memory
+supports (supporting_ids) has empty evidence and says so too. Short
 answers without new content words ("Yes, she did.") and "I don't know" answers pass; a command with
 a valid plan is not checked (skills.py). An answer that fails this is not sent back for its names.
 """
@@ -166,24 +167,53 @@ def names_feedback(invented: list[str], supported: set[str]) -> str:
     )
 
 
+def _new_words(answer: str, question: str) -> set[str]:
+    """The answer's content words (stemmed) the question does not say; names are the name check's, but a
+    day or a month is a fact like any other ("The dentist appointment is on Friday.")."""
+    said = CAPITALISED_RE.sub(
+        lambda m: m.group(0) if m.group(1).lower() in CALENDAR_WORDS else " ",
+        ANSWER_ID_RE.sub(" ", answer).replace(UNNAMED, " "),
+    )
+    return {_stem(w) for w in _words(said) if len(w) > 2} - {_stem(w) for w in _words(question)}
+
+
+def _read(memory: Memory, rendered: dict[str, str]) -> set[str]:
+    """A memory's stemmed words with its ids read as the names memory gives them."""
+    return {_stem(w) for w in _words(with_names(_as_read(memory), rendered, ANSWER_ID_RE))}
+
+
 def unsupported_fact(answer: str, question: str, evidence: list[Memory], names: dict[str, str]) -> str:
     """ "" when the answer may stand, else the "I don't know" answer to give instead (rules above)."""
     if says_dont_know(answer):
         return ""
     if not evidence:
         return NOTHING_YET
-    # names are the name check's; a day or a month is a fact like any other ("The dentist appointment is on Friday.")
-    said = CAPITALISED_RE.sub(
-        lambda m: m.group(0) if m.group(1).lower() in CALENDAR_WORDS else " ",
-        ANSWER_ID_RE.sub(" ", answer).replace(UNNAMED, " "),
-    )
-    new = {_stem(w) for w in _words(said) if len(w) > 2} - {_stem(w) for w in _words(question)}
+    new = _new_words(answer, question)
     if not new:
         return ""
     rendered = {**names_from(evidence), **{k: v for k, v in names.items() if v}}
-    read = {m.node_id: {_stem(w) for w in _words(with_names(_as_read(m), rendered, ANSWER_ID_RE))} for m in evidence}
+    read = {m.node_id: _read(m, rendered) for m in evidence}
     have = set().union(*(read[m.node_id] for m in about_question(question, evidence, read)))
     return "" if new & have else NOT_SUPPORTED
+
+
+def supporting_ids(answer: str, evidence: list[Memory], names: dict[str, str], limit: int = 5) -> list[str]:
+    """The answer's evidence when the reasoner cites none: the memories sharing the most of its words (two
+    or more; one for an answer of one or two), names rendered and words stemmed ("Carol plays the piano."
+    rests on "<face_3> plays piano", face_3 named Carol)."""
+    rendered = {**names_from(evidence), **{k: v for k, v in names.items() if v}}
+    words = {_stem(w) for w in _words(with_names(answer, rendered, ANSWER_ID_RE)) if len(w) > 2}
+    shared = [(len(words & _read(m, rendered)), m) for m in evidence]
+    scored = sorted((s for s in shared if s[0] >= 2 or (s[0] and len(words) <= 2)), key=lambda s: (-s[0], -s[1].score))
+    return [m.node_id for _, m in scored[:limit]]
+
+
+def rests_on_nothing(answer: str, question: str, evidence_ids: list[str]) -> str:
+    """NOT_SUPPORTED for an answer that states something new while neither the reasoner cited a memory nor
+    any retrieved memory shares its words (supporting_ids), else "". Why: an answer with empty evidence
+    says it does not know (issue 20); the embedded model wrote "Jonas builds cars." beside "He builds
+    wooden boats" (one shared word each with "car" and "build", enough for unsupported_fact)."""
+    return "" if evidence_ids or says_dont_know(answer) or not _new_words(answer, question) else NOT_SUPPORTED
 
 
 def about_question(question: str, evidence: list[Memory], read: dict[str, set[str]]) -> list[Memory]:

@@ -22,7 +22,9 @@ from m3_control.answer_checks import (
     evidence_ids,
     names_feedback,
     replace_names,
+    rests_on_nothing,
     supported_names,
+    supporting_ids,
     unsupported_fact,
     unsupported_names,
 )
@@ -113,11 +115,6 @@ def _normalise(query: str) -> str:
     return " ".join(re.findall(r"\w+", query.lower()))
 
 
-def _content_words(text: str) -> set[str]:
-    stop = {"the", "a", "an", "is", "was", "are", "of", "to", "in", "on", "and", "did", "does", "what", "who"}
-    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in stop and len(w) > 2}
-
-
 def knowledge_message(clips: list[Clip], nodes: list[Memory]) -> str:
     """The reference "Searched knowledge" turn: memories grouped by clip, keyed by node id so they can be cited."""
     data: dict[str, dict[str, str]] = {}
@@ -132,15 +129,6 @@ def knowledge_message(clips: list[Clip], nodes: list[Memory]) -> str:
     if not clips and not nodes:
         text += "\n" + EMPTY_HINT
     return text
-
-
-def supporting_ids(answer: str, evidence: list[Memory], limit: int = 5) -> list[str]:
-    """Memories sharing the most content words with the answer (used when the reasoner cites none)."""
-    words = _content_words(answer)
-    scored = [(len(words & _content_words(m.text)), m.score, m.node_id) for m in evidence]
-    scored = [s for s in scored if s[0] >= 2 or (s[0] >= 1 and len(words) <= 2)]
-    scored.sort(key=lambda s: (-s[0], -s[1]))
-    return [node_id for _, _, node_id in scored[:limit]]
 
 
 def _append_evidence(state: LoopState, memories: list[Memory]) -> None:
@@ -336,13 +324,20 @@ def run_loop(
         if isinstance(decision, Answer):
             known = {m.node_id for m in state.evidence}
             cited = [e for e in decision.evidence_ids if e in known]
-            result.evidence_ids = cited or supporting_ids(decision.text, state.evidence)
+            result.evidence_ids = cited or supporting_ids(decision.text, state.evidence, state.names)
             # An instruction that asks for an id gets ids; any other gets names where memory knows them.
             wants_ids = asks_for_id(instruction)
             answer = decision.text if wants_ids else _resolved(state, decision.text, memory)
             if checked:
                 people = state.people or {}
-                unsupported = "" if plan else unsupported_fact(answer, instruction, state.evidence, state.names)
+                unsupported = (
+                    ""
+                    if plan
+                    else (
+                        unsupported_fact(answer, instruction, state.evidence, state.names)
+                        or rests_on_nothing(answer, instruction, result.evidence_ids)
+                    )
+                )
                 answer = unsupported or replace_names(
                     answer, unsupported_names(answer, instruction, state.evidence, state.names, people)
                 )

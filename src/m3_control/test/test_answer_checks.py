@@ -15,6 +15,7 @@ from m3_control.answer_checks import (
     NOTHING_YET,
     UNNAMED,
     replace_names,
+    supporting_ids,
     unsupported_fact,
     unsupported_names,
 )
@@ -112,6 +113,20 @@ def test_a_fact_no_retrieved_memory_holds_is_not_answered():
     assert result.answer == NOT_SUPPORTED
     result, _, _ = ask([reply("She plays the cello every evening.")], "When does she play the cello?")
     assert result.answer == "She plays the cello every evening."
+
+
+def test_an_answer_no_memory_supports_and_none_cited_says_it_does_not_know():
+    # one word shared with one memory ("cello") is enough for the fact check, not for evidence
+    result, _, _ = ask([reply("The cello, at weddings and funerals.")], "What does she play?")
+    assert result.answer == NOT_SUPPORTED and result.evidence_ids == []
+    result, _, _ = ask([reply("She plays the cello every evening.")], "When does she play the cello?")
+    assert result.answer == "She plays the cello every evening." and result.evidence_ids == ["episodic_1"]
+
+
+def test_evidence_found_for_an_uncited_answer_reads_names_and_word_forms():
+    # "Priya" is face_4's name and "cooked"/"curries" are forms of the memory's "cooks"/"curry"
+    assert supporting_ids("Priya cooked curries.", [m for _, ms in CELLO for m in ms], NAMES) == ["episodic_4"]
+    assert supporting_ids("Tomas cooked pasta.", [m for _, ms in CELLO for m in ms], NAMES) == []
 
 
 def test_a_command_with_a_valid_plan_keeps_its_answer():
