@@ -9,7 +9,9 @@ Names. A capitalised word of the answer is a person's name when memory knows a p
 learnt names, memory's get_names with people) or, when the question asks about a person ("who",
 "whose", "name", "which person", "anyone", ...), when it is a capitalised word that nothing the
 robot knows explains: not in the question, not a word of the evidence texts (in any case), not a
-sentence-start function word, weekday or month. A name is supported when memory attaches it to an
+sentence-start function word, weekday or month; or when such an answer opens with a word that is no
+English word at all, which the evidence only mentions ("Diego is allergic to eggs." from a misheard
+"Deal." transcribed "Diego.", on a dev household). A name is supported when memory attaches it to an
 entity of the memories its clause rests on (the retrieved memories sharing the most of the clause's
 words, else of the question's, and none when no memory shares a word with either; an entity is an id
 such a memory mentions or is about, named by memory or by a retrieved "<face_1> is named Alice"
@@ -35,6 +37,7 @@ from m3_control.answer_kinds import MAX_REPLY_GAP, seq_of
 from m3_control.memory_client import Memory, shown_place, shown_text
 from m3_control.names import ANSWER_ID_RE, CALENDAR_WORDS, NOT_NAMES, UNNAMED, names_from, with_names
 from m3_memory.graph.name_spellings import CAPITALISED_RE
+from m3_memory.memorize.common_words import is_english_word
 
 NOTHING_YET = "I don't know: my memory holds nothing about that yet."
 NOT_SUPPORTED = "I don't know: nothing in my memory says that."
@@ -125,12 +128,16 @@ def unsupported_names(
     said = " ".join(_as_read(m) for m in evidence)
     evidence_words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z-]*", said)}
     about_person = asks_about_person(question)
+
+    def opens_with(word: str) -> bool:  # the answer opens with a word that can only be a name
+        return answer.lstrip().startswith(word) and not is_english_word(word)
+
     found: list[str] = []
     for match in CAPITALISED_RE.finditer(answer):
         word = match.group(1)
         if word in found or word.lower() in asked or word.lower() in NOT_NAMES:
             continue
-        if word not in known and not (about_person and word.lower() not in evidence_words):
+        if word not in known and not (about_person and (word.lower() not in evidence_words or opens_with(word))):
             continue  # not a person's name: a place, a thing, a word the memories use
         start = max(answer.rfind(c, 0, match.start()) for c in ".;!?,")
         ends = [i for i in (answer.find(c, match.end()) for c in ".;!?,") if i >= 0]

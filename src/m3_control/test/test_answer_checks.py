@@ -196,6 +196,17 @@ def test_a_name_resting_on_no_memory_is_unsupported():
     question = "Which person is allergic to pollen?"
     assert unsupported_names("Oskar is allergic to pollen.", question, evidence, names, people) == ["Oskar"]
     assert unsupported_names("Oskar.", question, evidence, names, people) == ["Oskar"]
+    # a word the evidence only mentions (a misheard "Deal." transcribed "Diego.") opening the answer is a name
+    said = Memory("episodic_10", "episodic", 'Someone (voice unclear) says: "Diego."', 1, ())
+    allergic = Memory("episodic_11", "episodic", '<voice_4> says: "I\'m allergic to eggs."', 1, ("voice_4",))
+    question = "Which person is allergic to eggs?"
+    assert unsupported_names("Diego is allergic to eggs.", question, [said, allergic], {}, {}) == ["Diego"]
+    lisbon = Memory("episodic_12", "episodic", '<voice_4> says: "I live in Lisbon."', 1, ("voice_4",))
+    evidence_4, named_4 = (
+        [lisbon, Memory("semantic_13", "semantic", "<voice_4> is named Zara.", 1, ("voice_4",))],
+        {"voice_4": "Zara"},
+    )
+    assert unsupported_names("Zara lives in Lisbon.", "Who lives abroad?", evidence_4, named_4, {}) == []
     # the clause's words are shared by a memory about him, or else the question's are
     assert unsupported_names("Oskar fixes the gate.", "Who repairs things?", evidence, names, people) == []
     assert unsupported_names("Oskar.", "Who will fix the gate?", evidence, names, people) == []
