@@ -189,21 +189,23 @@ def test_a_name_resting_on_no_memory_is_unsupported():
     from m3_control.memory_client import Memory
 
     heard = '<voice_2> says: "I am lactose in town, so no cheese."'  # misheard
-    misheard = Memory("episodic_7", "episodic", heard, 1, ("voice_2",))
-    named = Memory("semantic_8", "semantic", "<voice_5> is named Oskar.", 1, ("voice_5",))
-    fixing = Memory("episodic_9", "episodic", '<voice_5> says: "I will fix the gate on Monday."', 1, ("voice_5",))
+    misheard = Memory("episodic_7", "episodic", heard, 1, entity_ids=("voice_2",))
+    named = Memory("semantic_8", "semantic", "<voice_5> is named Oskar.", 1, entity_ids=("voice_5",))
+    fixing = Memory(
+        "episodic_9", "episodic", '<voice_5> says: "I will fix the gate on Monday."', 1, entity_ids=("voice_5",)
+    )
     evidence, names, people = [misheard, named, fixing], {"voice_5": "Oskar"}, {"person_5": "Oskar"}
     question = "Which person is allergic to pollen?"
     assert unsupported_names("Oskar is allergic to pollen.", question, evidence, names, people) == ["Oskar"]
     assert unsupported_names("Oskar.", question, evidence, names, people) == ["Oskar"]
     # a word the evidence only mentions (a misheard "Deal." transcribed "Diego.") opening the answer is a name
-    said = Memory("episodic_10", "episodic", 'Someone (voice unclear) says: "Diego."', 1, ())
-    allergic = Memory("episodic_11", "episodic", '<voice_4> says: "I\'m allergic to eggs."', 1, ("voice_4",))
+    said = Memory("episodic_10", "episodic", 'Someone (voice unclear) says: "Diego."', 1)
+    allergic = Memory("episodic_11", "episodic", '<voice_4> says: "I\'m allergic to eggs."', 1, entity_ids=("voice_4",))
     question = "Which person is allergic to eggs?"
     assert unsupported_names("Diego is allergic to eggs.", question, [said, allergic], {}, {}) == ["Diego"]
-    lisbon = Memory("episodic_12", "episodic", '<voice_4> says: "I live in Lisbon."', 1, ("voice_4",))
+    lisbon = Memory("episodic_12", "episodic", '<voice_4> says: "I live in Lisbon."', 1, entity_ids=("voice_4",))
     evidence_4, named_4 = (
-        [lisbon, Memory("semantic_13", "semantic", "<voice_4> is named Zara.", 1, ("voice_4",))],
+        [lisbon, Memory("semantic_13", "semantic", "<voice_4> is named Zara.", 1, entity_ids=("voice_4",))],
         {"voice_4": "Zara"},
     )
     assert unsupported_names("Zara lives in Lisbon.", "Who lives abroad?", evidence_4, named_4, {}) == []
