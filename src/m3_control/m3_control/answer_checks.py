@@ -5,19 +5,20 @@ answers "Who plays the cello?" with "Priya", and asked about something memory do
 writes a plausible fact ("Bob's dog is named Charlie.") from nothing. The loop runs these checks on
 every model answer (loop.py); a back-end that only quotes memory (the extractive reasoner) opts out.
 
-Names. A capitalised word of the answer is a person's name when memory knows a person by it (its
-learnt names, memory's get_names with people) or, when the question asks about a person ("who",
-"whose", "name", "which person", "anyone", ...), when it is a capitalised word that nothing the
-robot knows explains: not in the question, not a word of the evidence texts (in any case), not a
-sentence-start function word, weekday or month; or when such an answer opens with a word that is no
-English word at all, which the evidence only mentions ("Diego is allergic to eggs." from a misheard
-"Deal." transcribed "Diego.", on a dev household). A name is supported when memory attaches it to an
-entity of the memories its clause rests on (the retrieved memories sharing the most of the clause's
-words, else of the question's, and none when no memory shares a word with either; an entity is an id
-such a memory mentions or is about, named by memory or by a retrieved "<face_1> is named Alice"
-memory), or when the question itself says it ("What is Emma's job?" -> "Emma is a chef"). Any other
-person's name is unsupported: "Priya plays the cello" when the cello memory is about an unnamed
-<voice_3>, even though Priya's violin memory was retrieved too.
+Names. A capitalised word of the answer is a person's name when memory knows a person by it (its learnt names,
+memory's get_names with people) or, when the question asks about a person ("who", "whose", "name", "which
+person", "anyone", ...), when it is a capitalised word that nothing the robot knows explains: not in the
+question, not a word of the evidence texts (in any case), not a sentence-start function word, weekday or
+month; and, when the question asks who (or which person), the capitalised words the answer opens with, which
+name its subject: a person, even when the evidence only mentions the word ("Diego is allergic to eggs." from a
+misheard "Deal." transcribed "Diego.", "John and Kovi coach the juniors." from a misheard "Good. Kofi, …", on
+dev households). Other names a "name" question asks for ("What is the name of Bob's dog?" "Charlie.") are left
+to the evidence as before. A name is supported when memory attaches it to an entity of the memories its clause
+rests on (the retrieved memories sharing the most of the clause's words, else of the question's, and none when
+no memory shares a word with either; an entity is an id such a memory mentions or is about, named by memory or
+by a retrieved "<face_1> is named Alice" memory), or when the question itself says it ("What is Emma's job?"
+-> "Emma is a chef"). Any other person's name is unsupported: "Priya plays the cello" when the cello memory is
+about an unnamed <voice_3>, even though Priya's violin memory was retrieved too.
 
 Facts. An answer to a goal that retrieved nothing says it does not know ("my memory holds nothing
 about that yet"); so does an answer none of whose new words (content words not in the question)
@@ -37,13 +38,13 @@ from m3_control.answer_kinds import MAX_REPLY_GAP, seq_of
 from m3_control.memory_client import Memory, shown_place, shown_text
 from m3_control.names import ANSWER_ID_RE, CALENDAR_WORDS, NOT_NAMES, UNNAMED, names_from, with_names
 from m3_memory.graph.name_spellings import CAPITALISED_RE
-from m3_memory.memorize.common_words import is_english_word
 
 NOTHING_YET = "I don't know: my memory holds nothing about that yet."
 NOT_SUPPORTED = "I don't know: nothing in my memory says that."
 UNNAMED_POSSESSIVE = "someone's"
 
 DONT_KNOW_RE = re.compile(r"\b(?:don'?t|do not|does not|doesn'?t|not) know\b|\b(?:can'?t|cannot) tell\b", re.I)
+WHO_RE = re.compile(r"\b(?:who|whom|which (?:person|people|man|woman|men|women))\b", re.I)  # a person is the answer
 PERSON_QUESTION_RE = re.compile(
     r"\b(?:who|whom|whose|name|names|named|called|anyone|anybody|someone|somebody|everyone|everybody|"
     r"which (?:person|people|one|man|woman|men|women|guest|guests|of (?:them|us|you)))\b",
@@ -68,6 +69,20 @@ def _stem(word: str) -> str:
         if len(word) > len(suffix) + 2 and word.endswith(suffix):
             return word[: -len(suffix)]
     return word
+
+
+def answer_subject(answer: str) -> set[str]:
+    """The capitalised words the answer opens with, joined by "and" or commas ("John and Kovi coach …"),
+    sentence-start function words aside: to a "who" question, the people it names."""
+    subject = set()
+    for word in re.findall(r"[A-Za-z][\w'-]*", answer):
+        word = word.removesuffix("'s")
+        if word.lower() in ("and", "or"):
+            continue
+        if not word[0].isupper() or word.lower() in NOT_NAMES:
+            break
+        subject.add(word)
+    return subject
 
 
 def asks_about_person(question: str) -> bool:
@@ -128,16 +143,13 @@ def unsupported_names(
     said = " ".join(_as_read(m) for m in evidence)
     evidence_words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z-]*", said)}
     about_person = asks_about_person(question)
-
-    def opens_with(word: str) -> bool:  # the answer opens with a word that can only be a name
-        return answer.lstrip().startswith(word) and not is_english_word(word)
-
+    subject = answer_subject(answer) if WHO_RE.search(question) else set()
     found: list[str] = []
     for match in CAPITALISED_RE.finditer(answer):
         word = match.group(1)
         if word in found or word.lower() in asked or word.lower() in NOT_NAMES:
             continue
-        if word not in known and not (about_person and (word.lower() not in evidence_words or opens_with(word))):
+        if word not in known and not (about_person and (word.lower() not in evidence_words or word in subject)):
             continue  # not a person's name: a place, a thing, a word the memories use
         start = max(answer.rfind(c, 0, match.start()) for c in ".;!?,")
         ends = [i for i in (answer.find(c, match.end()) for c in ".;!?,") if i >= 0]

@@ -198,17 +198,28 @@ def test_a_name_resting_on_no_memory_is_unsupported():
     question = "Which person is allergic to pollen?"
     assert unsupported_names("Oskar is allergic to pollen.", question, evidence, names, people) == ["Oskar"]
     assert unsupported_names("Oskar.", question, evidence, names, people) == ["Oskar"]
-    # a word the evidence only mentions (a misheard "Deal." transcribed "Diego.") opening the answer is a name
+    # to a "who" question, the words the answer opens with name people, even ones the evidence only mentions
+    # (a misheard "Deal." transcribed "Diego.", "Good. Kofi, bring the oars" heard as "John, Kovi, bring ...")
     said = Memory("episodic_10", "episodic", 'Someone (voice unclear) says: "Diego."', 1)
     allergic = Memory("episodic_11", "episodic", '<voice_4> says: "I\'m allergic to eggs."', 1, entity_ids=("voice_4",))
     question = "Which person is allergic to eggs?"
     assert unsupported_names("Diego is allergic to eggs.", question, [said, allergic], {}, {}) == ["Diego"]
-    lisbon = Memory("episodic_12", "episodic", '<voice_4> says: "I live in Lisbon."', 1, entity_ids=("voice_4",))
-    evidence_4, named_4 = (
-        [lisbon, Memory("semantic_13", "semantic", "<voice_4> is named Zara.", 1, entity_ids=("voice_4",))],
-        {"voice_4": "Zara"},
+    oars = Memory(
+        "episodic_14", "episodic", '<voice_1> says: "John, Kovi, bring the oars."', 1, entity_ids=("voice_1",)
     )
-    assert unsupported_names("Zara lives in Lisbon.", "Who lives abroad?", evidence_4, named_4, {}) == []
+    coach = Memory("episodic_15", "episodic", "John and Kovi coach the juniors.", 1)
+    check = unsupported_names("John and Kovi coach the juniors.", "Who coaches the juniors?", [oars, coach], {}, {})
+    assert check == ["John", "Kovi"]
+    # a place later in the answer, and a name a "name" question asks for that the evidence gives, stand
+    lisbon = Memory("episodic_12", "episodic", '<voice_4> says: "I live in Lisbon."', 1, entity_ids=("voice_4",))
+    zara = Memory("semantic_13", "semantic", "<voice_4> is named Zara.", 1, entity_ids=("voice_4",))
+    assert (
+        unsupported_names("Zara lives in Lisbon.", "Who lives abroad?", [lisbon, zara], {"voice_4": "Zara"}, {}) == []
+    )
+    dog = Memory(
+        "episodic_16", "episodic", '<voice_4> says: "My dog Charlie loves the park."', 1, entity_ids=("voice_4",)
+    )
+    assert unsupported_names("Charlie.", "What is the name of the dog?", [dog], {}, {}) == []
     # the clause's words are shared by a memory about him, or else the question's are
     assert unsupported_names("Oskar fixes the gate.", "Who repairs things?", evidence, names, people) == []
     assert unsupported_names("Oskar.", "Who will fix the gate?", evidence, names, people) == []
