@@ -48,6 +48,7 @@ def test_the_memorizer_keeps_heard_facts_and_trusts_what_a_vision_model_saw(tmp_
         "semantic": [
             "<voice_1> drinks hot chocolate before bed.",
             "<face_1> agrees to take the laundry out.",
+            "Elena drinks hot chocolate before bed.",  # a name nobody said, opening the fact
             "I usually drink hot chocolate before bed.",
         ],
         "episodic": ["<face_1> waters the ferns."],
@@ -63,7 +64,7 @@ def test_the_memorizer_keeps_heard_facts_and_trusts_what_a_vision_model_saw(tmp_
     record = mem.ingest(heard)
     texts = [n.text for n in [*record.semantic, *record.episodic]]
     assert "<voice_1> drinks hot chocolate before bed." in texts
-    assert not any("laundry" in t or "ferns" in t for t in texts)
+    assert not any("laundry" in t or "ferns" in t or "Elena" in t for t in texts)
     assert [t for t in texts if "usually" in t] == [f'<voice_1> says: "{SAID[0]}"']  # the line, once
 
     seen = clip(1, faces=[face("face_1", 31.0)], voices=[voice("voice_1", 32, 34, SAID[0])])
