@@ -1,9 +1,10 @@
 """Whose fact (fact_owner): a model fact made from a line its speaker said of themselves is moved to the
-speaker's label; facts about the listener, facts no single line explains and uncertain speakers stay."""
+speaker's label, and so is one the model wrote with a name for the speaker's "I"; facts about the listener,
+facts no single line explains and uncertain speakers stay."""
 
 from __future__ import annotations
 
-from m3_memory.memorize.fact_owner import owned, source_line
+from m3_memory.memorize.fact_owner import owned, source_line, speaker_for_name
 from m3_memory.memorize.name_mentions import Turns
 
 
@@ -54,3 +55,34 @@ def test_an_uncertain_speaker_moves_nothing_and_one_persons_labels_are_one_perso
         )
         == "<face_3> orders more flour tomorrow."
     )
+
+
+STAFFROOM = _turns(
+    [
+        ("voice_2", "John, Kofi, bring the oars out."),  # "Good. Kofi, …" misheard: John is nobody here
+        ("voice_1", "I coach the juniors too, so I'm always busy on Sundays."),
+        ("voice_3", "My brother Tom lives in Oslo and builds boats."),
+        ("voice_2", "Can you clean the boats on Sundays?"),
+    ]
+)
+
+
+def test_a_name_the_model_wrote_for_the_speakers_i_becomes_the_speaker():
+    moved = speaker_for_name("John is always busy on Sundays.", STAFFROOM, set())
+    assert moved == "<voice_1> is always busy on Sundays."
+    assert speaker_for_name("Elena's juniors are coached on Sundays.", STAFFROOM, set()) == (
+        "<voice_1>'s juniors are coached on Sundays."
+    )
+
+
+def test_a_name_the_line_says_a_known_name_or_a_line_to_someone_stays():
+    said = "Tom lives in Oslo and builds boats."
+    assert speaker_for_name(said, STAFFROOM, set()) == said  # the line says Tom: its speaker's brother
+    other = "Elena lives in Oslo and builds boats."
+    assert speaker_for_name(other, STAFFROOM, set()) == other  # a line that names someone may be about them
+    known = "Kofi is always busy on Sundays."
+    assert speaker_for_name(known, STAFFROOM, {"kofi"}) == known  # the clip knows a Kofi: relabelled, not moved
+    asked = "John cleans the boats on Sundays."
+    assert speaker_for_name(asked, STAFFROOM, set()) == asked  # "you": the listener's, not the speaker's
+    assert speaker_for_name("John and Kofi are always busy on Sundays.", STAFFROOM, set()).startswith("John and")
+    assert speaker_for_name("The juniors are always busy on Sundays.", STAFFROOM, set()).startswith("The")

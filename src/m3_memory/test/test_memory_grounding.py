@@ -48,7 +48,7 @@ def test_the_memorizer_keeps_heard_facts_and_trusts_what_a_vision_model_saw(tmp_
         "semantic": [
             "<voice_1> drinks hot chocolate before bed.",
             "<face_1> agrees to take the laundry out.",
-            "Elena drinks hot chocolate before bed.",  # a name nobody said, opening the fact
+            "Elena drinks hot chocolate before bed.",  # a name for the speaker's "I": the speaker's fact
             "I usually drink hot chocolate before bed.",
         ],
         "episodic": ["<face_1> waters the ferns."],

@@ -11,6 +11,14 @@ more than from any other line). When that line speaks of its speaker in the firs
 ("I", "my") and not of the one spoken to ("you", "your": "your chain is worn out" is the listener's),
 the fact is the speaker's, and written on another person's label it is moved to the speaker's label.
 A line whose speaker is uncertain moves nothing (name_mentions: who said it is not known).
+
+The model also writes the speaker's "I" as a name: a name said elsewhere in the clip ("John is always
+busy on Sunday." from "…so I'm always busy on Sunday.", with "John" a mishearing two lines before), or
+one it makes up ("Tom has a dentist appointment." from "I have a dentist appointment."). A fact that
+opens with a name no person of the clip is known by, made from a first-person line that names no one, is
+the speaker's fact (`speaker_for_name`). A line that names someone ("My brother Tom lives in Oslo.", "My
+sister Nadia moved the bike.") may be about them, and its facts stay. Traced on the dev households'
+stored memories (2026-12-07): 4 facts, all 4 moved to the right speaker.
 """
 
 from __future__ import annotations
@@ -18,12 +26,16 @@ from __future__ import annotations
 import re
 
 from m3_memory.graph.tags import TAG_RE, tags_in
+from m3_memory.memorize.common_words import is_common_word
 from m3_memory.memorize.grounding import STEM, WORD_RE, stem
 from m3_memory.memorize.name_mentions import UNCERTAIN, Turns
+from m3_memory.memorize.name_roles import NOT_NAMES
 
 MIN_SHARED = 2  # longer words a fact must share with a line to be traced to it
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'll|i'd|im|my|mine|myself)\b", re.I)  # not "let me", not "we"
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|you're|you've|you'll)\b", re.I)
+_MONTHS = set("january february march april may june july august september october november december".split())
+_OPENING_NAME = re.compile(r"([A-Z][a-z'-]{2,}?)(?:'s)?\b(?! and\b)")  # "Tom has …", "Tom's …"; not "John and Kovi"
 
 
 def _stems(text: str) -> set[str]:
@@ -47,8 +59,40 @@ def owned(fact: str, turns: Turns) -> str:
     if line is None:
         return fact
     speaker, text = turns.speakers[line], turns.texts[line]
-    if speaker == UNCERTAIN or not _FIRST_PERSON.search(text) or _SECOND_PERSON.search(text):
+    if not _says_of_self(speaker, text):
         return fact
     if turns.person(speaker) == turns.person(labels[0]):
         return fact
     return TAG_RE.sub(f"<{speaker}>", fact)
+
+
+def _says_of_self(speaker: str, text: str) -> bool:
+    """Whether a line speaks of its (known) speaker in the first person and not of the one spoken to."""
+    return speaker != UNCERTAIN and bool(_FIRST_PERSON.search(text)) and not _SECOND_PERSON.search(text)
+
+
+def _names_someone(text: str) -> bool:
+    """Whether a line has a capitalised word past a sentence's start that is no common word, day, month or "I"."""
+    for sentence in re.split(r"[.!?]+", text):
+        for word in WORD_RE.findall(sentence)[1:]:
+            bare = word.lower().removesuffix("'s")
+            if word[0].isupper() and not (word == "I" or word.startswith("I'") or is_common_word(bare)):
+                if bare not in NOT_NAMES and bare.removesuffix("s") not in NOT_NAMES and bare not in _MONTHS:
+                    return True
+    return False
+
+
+def speaker_for_name(fact: str, turns: Turns, known: set[str]) -> str:
+    """The fact with its opening name written as the speaker's label, when no person of the clip is known
+    by that name (`known`: the clip's names, casefolded) and the fact was made from a line its speaker
+    said of themselves without saying the name (above)."""
+    opening = _OPENING_NAME.match(fact)
+    if opening is None or opening[1].casefold() in known or is_common_word(opening[1]):
+        return fact
+    line = source_line(fact, turns.texts)
+    if line is None:
+        return fact
+    speaker, text = turns.speakers[line], turns.texts[line]
+    if not _says_of_self(speaker, text) or _names_someone(text):
+        return fact
+    return f"<{speaker}>{fact[opening.end(1) :]}"

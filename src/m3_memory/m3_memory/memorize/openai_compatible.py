@@ -42,7 +42,7 @@ from m3_memory.graph.memory_graph import MemorizerOutput
 from m3_memory.graph.records import KIND_EPISODIC, KIND_SEMANTIC, ClipEvidence, MemoryDraft
 from m3_memory.graph.tags import TAG_RE, tags_in
 from m3_memory.memorize.clip_prompt import MODEL_ROLES, ClipView, add_images, describe, reply_schema
-from m3_memory.memorize.fact_owner import owned
+from m3_memory.memorize.fact_owner import owned, speaker_for_name
 from m3_memory.memorize.grounding import WORD_RE, copied, grounded
 from m3_memory.memorize.json_reply import first_json_object, response_format
 from m3_memory.memorize.listener_facts import listener_facts
@@ -306,6 +306,8 @@ class OpenAIMemorizer:
         out.names.extend(names)
         texts = {d.text for d in out.drafts}
         written = [(KIND_SEMANTIC, t) for t in reply.semantic] + [(KIND_EPISODIC, t) for t in reply.episodic]
+        known = {name.casefold() for name in [*(n for _, n in names), *view.known.values()]}
+        written = [(kind, speaker_for_name(t, view.turns, known)) for kind, t in written]  # the model's "I" as a name
         if not view.images:  # heard only: a fact must be made of what was said
             unfounded = [t for _, t in written if not (_EQUIVALENCE.match(t) or grounded(t, view.transcripts))]
             if unfounded:
