@@ -330,14 +330,10 @@ def run_loop(
             answer = decision.text if wants_ids else _resolved(state, decision.text, memory)
             if checked:
                 people = state.people or {}
-                unsupported = (
-                    ""
-                    if plan
-                    else (
-                        unsupported_fact(answer, instruction, state.evidence, state.names)
-                        or rests_on_nothing(answer, instruction, result.evidence_ids)
-                    )
-                )
+                unsupported = ""
+                if not plan:  # a command with a valid plan keeps its answer
+                    unsupported = unsupported_fact(answer, instruction, state.evidence, state.names)
+                    unsupported = unsupported or rests_on_nothing(answer, instruction, result.evidence_ids)
                 answer = unsupported or replace_names(
                     answer, unsupported_names(answer, instruction, state.evidence, state.names, people)
                 )
