@@ -106,9 +106,14 @@ def evidence_ids(evidence: list[Memory]) -> set[str]:
     return ids
 
 
+def _names_of(evidence: list[Memory], names: dict[str, str]) -> dict[str, str]:
+    """Entity id -> name: the evidence's retrieved "is named" memories, then memory's learnt names."""
+    return {**names_from(evidence), **{k: v for k, v in names.items() if v}}
+
+
 def supported_names(evidence: list[Memory], names: dict[str, str]) -> set[str]:
     """Names memory attaches to an entity of the evidence (its learnt names, then retrieved "is named" memories)."""
-    attached = {**names_from(evidence), **{k: v for k, v in names.items() if v}}
+    attached = _names_of(evidence, names)
     return {attached[e] for e in evidence_ids(evidence) if attached.get(e)}
 
 
@@ -210,7 +215,7 @@ def unsupported_fact(answer: str, question: str, evidence: list[Memory], names: 
     new = _new_words(answer, question)
     if not new:
         return ""
-    rendered = {**names_from(evidence), **{k: v for k, v in names.items() if v}}
+    rendered = _names_of(evidence, names)
     read = {m.node_id: _read(m, rendered) for m in evidence}
     have = set().union(*(read[m.node_id] for m in about_question(question, evidence, read)))
     return "" if new & have else NOT_SUPPORTED
@@ -220,7 +225,7 @@ def supporting_ids(answer: str, evidence: list[Memory], names: dict[str, str], l
     """The answer's evidence when the reasoner cites none: the memories sharing the most of its words (two
     or more; one for an answer of one or two), names rendered and words stemmed ("Carol plays the piano."
     rests on "<face_3> plays piano", face_3 named Carol)."""
-    rendered = {**names_from(evidence), **{k: v for k, v in names.items() if v}}
+    rendered = _names_of(evidence, names)
     words = {_stem(w) for w in _words(with_names(answer, rendered, ANSWER_ID_RE)) if len(w) > 2}
     shared = [(len(words & _read(m, rendered)), m) for m in evidence]
     scored = sorted((s for s in shared if s[0] >= 2 or (s[0] and len(words) <= 2)), key=lambda s: (-s[0], -s[1].score))

@@ -27,24 +27,28 @@ class DictionaryMissing(FileNotFoundError):
 
 
 @functools.cache
-def lower_case_words(path: Path = DICTIONARY) -> frozenset[str]:
-    """Words `path` (one word per line) lists in lower case."""
+def _listed(path: Path) -> frozenset[str]:
+    """Every word of `path` (one word per line), read once."""
     try:
-        words = path.read_text(encoding="utf-8", errors="replace").split()
+        return frozenset(path.read_text(encoding="utf-8", errors="replace").split())
     except FileNotFoundError:
         raise DictionaryMissing(
             f"the English word list {path} is missing: install the Debian package {PACKAGE} "
             f"(apt-get install {PACKAGE}; bash bootstrap.sh setup does)"
         ) from None
-    return frozenset(w for w in words if w.islower() and w.isalpha())
+
+
+@functools.cache
+def lower_case_words(path: Path = DICTIONARY) -> frozenset[str]:
+    """Words `path` lists in lower case."""
+    return frozenset(w for w in _listed(path) if w.islower() and w.isalpha())
 
 
 @functools.cache
 def common_words(path: Path = DICTIONARY) -> frozenset[str]:
     """Lower-case words of `path` whose capitalised form is not listed."""
-    lower = lower_case_words(path)  # first: it names the package when the list is missing
-    capitalised = {w for w in path.read_text(encoding="utf-8", errors="replace").split() if w[:1].isupper()}
-    return frozenset(w for w in lower if w.capitalize() not in capitalised)
+    listed = _listed(path)
+    return frozenset(w for w in lower_case_words(path) if w.capitalize() not in listed)
 
 
 def is_common_word(word: str) -> bool:
