@@ -1,10 +1,11 @@
 """Whose fact (fact_owner): a model fact made from a line its speaker said of themselves is moved to the
 speaker's label, and so is one the model wrote with a name for the speaker's "I"; facts about the listener,
-facts no single line explains and uncertain speakers stay."""
+facts no single line explains and uncertain speakers stay. A fact its asker's question to the listener
+is all the evidence for says nothing of the asker and is dropped."""
 
 from __future__ import annotations
 
-from m3_memory.memorize.fact_owner import owned, source_line, speaker_for_name
+from m3_memory.memorize.fact_owner import asked_not_said, owned, source_line, speaker_for_name
 from m3_memory.memorize.name_mentions import Turns
 
 
@@ -86,3 +87,30 @@ def test_a_name_the_line_says_a_known_name_or_a_line_to_someone_stays():
     assert speaker_for_name(asked, STAFFROOM, set()) == asked  # "you": the listener's, not the speaker's
     assert speaker_for_name("John and Kofi are always busy on Sundays.", STAFFROOM, set()).startswith("John and")
     assert speaker_for_name("The juniors are always busy on Sundays.", STAFFROOM, set()).startswith("The")
+
+
+ASKED = _turns(
+    [
+        ("voice_1", "Are you still working nights at the bakery, Petra?"),
+        ("voice_2", "Only on weekends now."),
+        ("voice_3", "Could you lend me your ladder tomorrow?"),
+        ("voice_4", "Do I still get the staff discount on bread?"),
+        ("voice_5", "You left the garden gate open again."),
+        ("", "Are you driving the delivery van tomorrow?"),  # no voice: who asked is not known
+    ],
+    group={"face_1": "person_1", "voice_1": "person_1"},
+)
+
+
+def test_a_question_to_the_listener_says_nothing_of_its_asker():
+    assert asked_not_said("<voice_1> works nights at the bakery.", ASKED)
+    assert asked_not_said("<face_1> works nights at the bakery.", ASKED)  # the asker's face, one person
+
+
+def test_facts_about_the_listener_the_askers_own_questions_and_statements_are_kept():
+    assert not asked_not_said("<voice_2> works nights at the bakery.", ASKED)  # the one asked
+    assert not asked_not_said("<voice_3> borrows a ladder tomorrow.", ASKED)  # "me": what the asker needs
+    assert not asked_not_said("<voice_4> gets the staff discount on bread.", ASKED)  # "I": of the asker
+    assert not asked_not_said("<voice_5> left the garden gate open again.", ASKED)  # a statement: not this check's
+    assert not asked_not_said("<voice_1> asks <voice_2> about working nights at the bakery.", ASKED)  # two people
+    assert not asked_not_said("<voice_2> drives the delivery van tomorrow.", ASKED)  # asker unknown

@@ -73,3 +73,21 @@ def test_the_memorizer_keeps_heard_facts_and_trusts_what_a_vision_model_saw(tmp_
     record = mem.ingest(seen, memorizer=vision)
     assert "<face_1> waters the ferns." in [n.text for n in record.episodic]  # seen, never said
     mem.close()
+
+
+def test_the_memorizer_drops_a_fact_its_asker_only_asked(tmp_path, server_factory):  # noqa: F811
+    from m3_memory.search.embedder import TextEmbedder
+
+    asked, answer = "Are you still working nights at the bakery, Petra?", "Only on weekends now, nights are over."
+    reply = {
+        "names": [],
+        "semantic": ["<voice_1> works nights at the bakery.", "<voice_2> works at the bakery on weekends."],
+        "episodic": [],
+    }
+    server = server_factory([json.dumps(reply)])
+    heard = clip(0, voices=[voice("voice_1", 2, 5, asked), voice("voice_2", 6, 9, answer)])
+    mem = Memory.open(str(tmp_path / "m"), TextEmbedder(), memorizer=OpenAIMemorizer(server.url, "m", timeout_s=5))
+    texts = [n.text for n in mem.ingest(heard).semantic]
+    mem.close()
+    assert "<voice_1> works nights at the bakery." not in texts  # a question, asserting nothing of its asker
+    assert "<voice_2> works at the bakery on weekends." in texts  # the answer's fact

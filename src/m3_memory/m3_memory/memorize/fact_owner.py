@@ -19,6 +19,13 @@ opens with a name no person of the clip is known by, made from a first-person li
 the speaker's fact (`speaker_for_name`). A line that names someone ("My brother Tom lives in Oslo.", "My
 sister Nadia moved the bike.") may be about them, and its facts stay. Traced on the dev households'
 stored memories (2026-12-07): 4 facts, all 4 moved to the right speaker.
+
+A question put to the one spoken to asserts nothing about the one asking: from "Do you take sugar in
+your coffee?" the model wrote that its asker drinks coffee without sugar. A fact about one person, made
+from a question that person asked of the listener ("you", "your", ending in "?") without speaking of
+themselves ("I", "me", "we": "Can you drive me to practice?" says what its asker needs), is dropped
+(`asked_not_said`). Traced on the stored memories of the eight dev households and the demo (2026-12-07):
+1 of their 295 texts about people is dropped, that one.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from m3_memory.memorize.name_roles import NOT_NAMES
 MIN_SHARED = 2  # longer words a fact must share with a line to be traced to it
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'll|i'd|im|my|mine|myself)\b", re.I)  # not "let me", not "we"
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|you're|you've|you'll)\b", re.I)
+_SPEAKER = re.compile(r"\b(?:i|i'm|i've|i'll|i'd|im|my|mine|myself|me|we|we're|we'll|us|our|ours)\b", re.I)
 _MONTHS = set("january february march april may june july august september october november december".split())
 _OPENING_NAME = re.compile(r"([A-Z][a-z'-]{2,}?)(?:'s)?\b(?! and\b)")  # "Tom has …", "Tom's …"; not "John and Kovi"
 
@@ -96,3 +104,20 @@ def speaker_for_name(fact: str, turns: Turns, known: set[str]) -> str:
     if not _says_of_self(speaker, text) or _names_someone(text):
         return fact
     return f"<{speaker}>{fact[opening.end(1) :]}"
+
+
+def _asks_the_listener(text: str) -> bool:
+    """Whether a line is a question to the one spoken to that does not speak of its asker."""
+    return text.rstrip().endswith("?") and bool(_SECOND_PERSON.search(text)) and not _SPEAKER.search(text)
+
+
+def asked_not_said(fact: str, turns: Turns) -> bool:
+    """Whether a fact about one person was made from a question that person put to the listener (above)."""
+    labels = tags_in(fact)
+    if not labels or len({turns.person(label) for label in labels}) != 1:
+        return False
+    line = source_line(fact, turns.texts)
+    if line is None:
+        return False
+    speaker, text = turns.speakers[line], turns.texts[line]
+    return speaker != UNCERTAIN and turns.person(speaker) == turns.person(labels[0]) and _asks_the_listener(text)

@@ -42,7 +42,7 @@ from m3_memory.graph.memory_graph import MemorizerOutput
 from m3_memory.graph.records import KIND_EPISODIC, KIND_SEMANTIC, ClipEvidence, MemoryDraft
 from m3_memory.graph.tags import TAG_RE, tags_in
 from m3_memory.memorize.clip_prompt import MODEL_ROLES, ClipView, add_images, describe, reply_schema
-from m3_memory.memorize.fact_owner import owned, speaker_for_name
+from m3_memory.memorize.fact_owner import asked_not_said, owned, speaker_for_name
 from m3_memory.memorize.grounding import WORD_RE, copied, grounded
 from m3_memory.memorize.json_reply import first_json_object, response_format
 from m3_memory.memorize.listener_facts import listener_facts
@@ -317,6 +317,9 @@ class OpenAIMemorizer:
             written = [(kind, t) for kind, t in written if not copied(t, view.transcripts)]
         relabel = _labels_by_name([*names, *view.known.items()], view.turns.group)
         lines = [(kind, owned(labelled_text(t, relabel), view.turns)) for kind, t in written]
+        if asked := [t for _, t in lines if asked_not_said(t, view.turns)]:
+            log.info("clip %d: dropped, only asked: %s", clip.clip_index, asked)
+            lines = [(kind, t) for kind, t in lines if t not in asked]
         facts = [fact for _, fact in cue_facts(view.turns, cues, placed) + listener_facts(view.turns)]
         lines = [(kind, t) for kind, t in lines if not _said_of_another(t, facts)]
         lines += [(KIND_SEMANTIC, f"<{label}> is called {name}.") for label, name in names]
