@@ -86,7 +86,7 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
     "face_recognition_model": ("", _str("dlib ResNet .dat path; empty: face_recognition_models' file")),
     "face_shape_predictor": ("", _str("dlib 5-point shape predictor .dat path; empty: packaged file")),
     "object_backend": (
-        "none",  # off by default: about half a core, and memory keeps objects only as clip lines (issue 23)
+        "none",  # off by default: about half a core (README, Objects and text in the node)
         _str(
             "objects on m3/objects: 'yolov3_tiny' (COCO 80 classes, embedded), 'onnx' (your YOLO-family export "
             "in object_model_path) or 'none' (off, nothing loaded)"
