@@ -5,7 +5,8 @@ configured index type); `<prefix>_records` holds everything else as JSON records
 "<namespace>/<kind>/<key>" (clips, entities, face/voice samples, crops, match evidence, merges,
 weights, id counters, meta; the namespace is the robot_id, or "fleet" for a fleet member's people:
 m3_memory.milvus.writer): Milvus needs a vector field in every collection, so records carry a
-2-d placeholder. Every row has robot_id, so one Milvus serves a fleet and a robot loads its own.
+2-d placeholder (the schemas: m3_memory.milvus.schema). Every row has robot_id, so one Milvus
+serves a fleet and a robot loads its own.
 
 Milvus has no transactions: a clip's changes are buffered and written when the clip ends, its text
 rows first and its clip record last; the clip record lists the clip's new memories, so text rows
@@ -22,7 +23,6 @@ import json
 import logging
 import os
 import socket
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -30,19 +30,17 @@ import numpy as np
 
 from m3_memory.errors import StoreError
 from m3_memory.graph.backend import Snapshot
-from m3_memory.graph.records import EntityRecord, Place, Sighting, TextNode
+from m3_memory.graph.records import TextNode
+from m3_memory.milvus.schema import create_missing, text_columns
+from m3_memory.milvus.snapshot import add_clips, add_memories, add_people
 from m3_memory.milvus.spool import ClipSpool
 from m3_memory.milvus.writer import (
     FLEET_NAMESPACE,
     FLEET_SLOTS,
-    MAX_TEXT_BYTES,
     PEOPLE_KINDS,
-    PLACE_FIELDS,
-    PLACEHOLDER,
     TEXT_FIELDS,
     MilvusConfig,
     MilvusWriter,
-    b64_to_vecs,
 )
 from m3_memory.place.poses import PoseSample
 from m3_memory.store import saved_index
@@ -195,44 +193,8 @@ class MilvusBackend:
         return counter * FLEET_SLOTS + slot if slot > 0 else counter
 
     def _ensure_collections(self) -> None:
-        from pymilvus import DataType, MilvusClient
-
-        if self.text_dim == 0 and not self.client.has_collection(self.text_name):
-            raise StoreError(f"Milvus holds no collection {self.text_name} (no memory with this prefix)")
-        if not self.client.has_collection(self.text_name):
-            schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
-            schema.add_field("node_key", DataType.VARCHAR, is_primary=True, max_length=256)
-            schema.add_field("robot_id", DataType.VARCHAR, max_length=128)
-            schema.add_field("node_id", DataType.VARCHAR, max_length=128)
-            for name in ("seq", "clip_index", "start_ns", "end_ns"):
-                schema.add_field(name, DataType.INT64)
-            schema.add_field("kind", DataType.VARCHAR, max_length=16)
-            schema.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES)
-            schema.add_field("entity_ids", DataType.JSON)
-            for name in ("place_frame", "place_region"):
-                schema.add_field(name, DataType.VARCHAR, max_length=128)
-            for name in ("place_x", "place_y", "place_yaw"):
-                schema.add_field(name, DataType.DOUBLE)
-            schema.add_field("vector", DataType.FLOAT_VECTOR, dim=self.text_dim)
-            index = self.client.prepare_index_params()
-            index.add_index(
-                field_name="vector", index_type=self.config.index_type, metric_type="COSINE",
-                params=json.loads(self.config.index_params or "{}"),
-            )  # fmt: skip
-            self._create(self.text_name, schema, index)
-        if not self.client.has_collection(self.records_name):
-            schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
-            schema.add_field("key", DataType.VARCHAR, is_primary=True, max_length=512)
-            schema.add_field("robot_id", DataType.VARCHAR, max_length=128)
-            schema.add_field("kind", DataType.VARCHAR, max_length=32)
-            schema.add_field("data", DataType.JSON)
-            schema.add_field("vector", DataType.FLOAT_VECTOR, dim=len(PLACEHOLDER))
-            index = self.client.prepare_index_params()
-            index.add_index(field_name="vector", index_type="FLAT", metric_type="L2")
-            self._create(self.records_name, schema, index)
-        fields = self.client.describe_collection(self.text_name)["fields"]
-        self.place_columns = set(PLACE_FIELDS) <= {f["name"] for f in fields}  # False: made before places
-        dim = next((int(f["params"]["dim"]) for f in fields if f["name"] == "vector"), None)
+        create_missing(self.client, self.config, self.text_name, self.records_name, self.text_dim)
+        self.place_columns, dim = text_columns(self.client, self.text_name)
         if self.text_dim == 0:  # text_dim 0: adopt the stored dimension (reading a memory whatever its model)
             self.text_dim = dim or 0
         if dim != self.text_dim:  # else every write would fail (and wait in the buffer for ever)
@@ -242,19 +204,6 @@ class MilvusBackend:
             )
         for name in (self.text_name, self.records_name):  # a restarted server holds them released
             self.client.load_collection(name)
-
-    def _create(self, name: str, schema, index) -> None:
-        """Create a collection; another robot of the fleet creating it at the same moment is fine."""
-        from pymilvus.exceptions import MilvusException
-
-        try:
-            self.client.create_collection(name, schema=schema, index_params=index, consistency_level="Strong")
-        except MilvusException:
-            deadline = time.monotonic() + 10.0  # the other robot's creation may still be under way
-            while not self.client.has_collection(name):
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
 
     def _iterate(self, collection: str, expr: str, fields: list[str]) -> Iterator[dict]:
         iterator = self.client.query_iterator(collection, batch_size=4000, filter=expr, output_fields=fields)
@@ -302,62 +251,24 @@ class MilvusBackend:
         try:
             self._check_reachable()
             self.flush_spool()
-            return self._people(self._records_by_kind(self._people_expr()), Snapshot())
+            return add_people(self._records_by_kind(self._people_expr()), Snapshot())
         except self._errors as error:
             raise StoreError(f"Milvus at {self.config.uri} is unavailable: {error}") from error
-
-    @staticmethod
-    def _people(by_kind: dict[str, dict[str, dict]], snap: Snapshot) -> Snapshot:
-        snap.aliases = {d["old"]: d["new"] for d in by_kind.get("alias", {}).values()}
-        # A robot may save a person another robot merged away a moment before: the merge wins.
-        entities = [EntityRecord(**d) for d in by_kind.get("entity", {}).values() if d["entity_id"] not in snap.aliases]
-        snap.entities = sorted(entities, key=lambda r: (r.kind, r.seq))
-        snap.alias_clips = {d["old"]: d["clip"] for d in by_kind.get("alias", {}).values()}
-        for entity_id, data in by_kind.get("samples", {}).items():
-            snap.entity_samples[entity_id] = b64_to_vecs(data["b64"], data["dim"])
-        for d in by_kind.get("evidence", {}).values():
-            snap.evidence[(d["id1"], d["id2"])] = (float(d["confidence"]), int(d["count"]))
-            snap.evidence_at[(d["id1"], d["id2"])] = (int(d["clip"]), int(d["stamp"]))
-        return snap
 
     def _load(self, text_dim: int) -> Snapshot:
         snap = Snapshot()
         own = json.dumps([*PEOPLE_KINDS, "path"])  # clip paths are read one clip at a time (clip_path)
         by_kind = self._records_by_kind(f'key like "{self.robot_id}/%" and kind not in {own}')
-        self._people(self._records_by_kind(self._people_expr()), snap)
+        add_people(self._records_by_kind(self._people_expr()), snap)
         self._meta = {name: str(data["value"]) for name, data in by_kind.get("meta", {}).items()}
         stored_dim = self._meta.get("text_dim")
         if stored_dim is not None and int(stored_dim) != text_dim:
             raise ValueError(f"store holds {stored_dim}-d text embeddings; the embedder gives {text_dim}-d")
         self._counters = {name: int(data["value"]) for name, data in by_kind.get("counter", {}).items()}
-        listed: set[str] = set()
-        for data in sorted(by_kind.get("clip", {}).values(), key=lambda d: d["clip_index"]):
-            row = (data["clip_index"], data["start_ns"], data["end_ns"], data["stored_ns"], data["entity_ids"])
-            snap.clips.append(row)
-            listed.update(data.get("nodes", []))
-        weights = {name: float(data["value"]) for name, data in by_kind.get("weight", {}).items()}
-        places = {name: Place(**data) for name, data in by_kind.get("place", {}).items()}
-        validity = by_kind.get("validity", {})
+        listed = add_clips(by_kind, snap)
         expr = f'robot_id == "{self.robot_id}"'
-        rows = [r for r in self._iterate(self.text_name, expr, [*TEXT_FIELDS, "vector"]) if r["node_id"] in listed]
-        rows.sort(key=lambda r: r["seq"])
-        snap.text_vectors = np.zeros((len(rows) + 1024, text_dim), dtype=np.float32)
-        for i, row in enumerate(rows):
-            values = [row[name] for name in TEXT_FIELDS[:7]]
-            weight = weights.get(row["node_id"], 1.0)
-            place, valid = places.get(row["node_id"]), validity.get(row["node_id"], {"until": 0, "by": ""})
-            snap.text_nodes.append(
-                TextNode(*values, weight, list(row["entity_ids"]), place, valid["until"], valid["by"])
-            )
-            snap.text_vectors[i] = np.asarray(row["vector"], dtype=np.float32)
-        sightings = [
-            Sighting(**{**d, "place": Place(**d["place"]) if d["place"] else None})
-            for d in by_kind.get("sighting", {}).values()
-        ]
-        snap.sightings = sorted(sightings, key=lambda s: (s.clip_index, s.entity_id))
-        node_clips = sorted(by_kind.get("nodeclip", {}).values(), key=lambda d: d["order"])
-        snap.node_clips = [(d["node"], d["clip"]) for d in node_clips if d["delta"] > 0]
-        snap.node_clip_deltas = [(d["node"], d["clip"], d["delta"]) for d in node_clips]
+        text_rows = (r for r in self._iterate(self.text_name, expr, [*TEXT_FIELDS, "vector"]) if r["node_id"] in listed)
+        add_memories(by_kind, text_rows, text_dim, snap)
         snap.counters, snap.meta = dict(self._counters), dict(self._meta)
         return snap
 
