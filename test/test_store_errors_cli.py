@@ -15,7 +15,8 @@ from m3_agent.recording.video2bag import ConversionOptions, convert
 from m3_agent.recording.video_writer import write_video
 from m3_memory.graph.records import ClipEvidence, VoiceEvidence
 from m3_memory.memory import Memory
-from m3_memory.store.sqlite_store import DB_FILE, SCHEMA_FILE, SCHEMA_VERSION
+from m3_memory.store.schema import SCHEMA_VERSION
+from m3_memory.store.sqlite_store import DB_FILE, SCHEMA_FILE
 
 S = 1_000_000_000
 

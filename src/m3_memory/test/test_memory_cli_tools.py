@@ -15,7 +15,8 @@ from reference_pickles import malformed_pickles, write_reference_pickle
 from store_damage import CLIPS, NAMES, build_store, digest, flip_leaf
 
 from m3_memory.memory import Memory
-from m3_memory.store.sqlite_store import DB_FILE, SCHEMA_VERSION
+from m3_memory.store.schema import SCHEMA_VERSION
+from m3_memory.store.sqlite_store import DB_FILE
 
 
 def m3_memory(*args: str) -> tuple[int, dict | None, str]:

@@ -19,7 +19,8 @@ from m3_memory.place.regions import Regions
 from m3_memory.search import where as where_module
 from m3_memory.search.where import REGION_BONUS
 from m3_memory.store.importer import import_export
-from m3_memory.store.sqlite_store import SCHEMA_FILE, SCHEMA_VERSION, MemoryStore
+from m3_memory.store.schema import SCHEMA_VERSION
+from m3_memory.store.sqlite_store import SCHEMA_FILE, MemoryStore
 
 BACKENDS = ("sqlite", "milvus")
 

@@ -12,7 +12,7 @@ from memory_backends import open_memory
 from m3_memory import errors
 from m3_memory.errors import MemoryApiError
 from m3_memory.search.api import SearchConfig
-from m3_memory.store.sqlite_store import SCHEMA_VERSION
+from m3_memory.store.schema import SCHEMA_VERSION
 
 BACKENDS = ("sqlite", "milvus")  # every test here runs on both back-ends
 

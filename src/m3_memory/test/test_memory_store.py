@@ -15,7 +15,8 @@ from reference_pickles import write_reference_pickle
 from m3_memory.errors import SchemaVersionError, StoreError
 from m3_memory.memory import Memory
 from m3_memory.store.reference_import import UntrustedPickleError, import_reference, load_reference_pickle
-from m3_memory.store.sqlite_store import DB_FILE, SCHEMA_FILE, SCHEMA_VERSION, MemoryStore
+from m3_memory.store.schema import SCHEMA_VERSION
+from m3_memory.store.sqlite_store import DB_FILE, SCHEMA_FILE, MemoryStore
 
 
 def test_new_store_layout(tmp_path):

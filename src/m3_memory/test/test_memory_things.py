@@ -14,8 +14,9 @@ from m3_memory.graph.records import ObjectEvidence
 from m3_memory.memory import Memory
 from m3_memory.search.locate import locate
 from m3_memory.store.importer import import_export
+from m3_memory.store.schema import SCHEMA_VERSION
 from m3_memory.store.sqlite_backend import SqliteBackend
-from m3_memory.store.sqlite_store import DB_FILE, SCHEMA_FILE, SCHEMA_VERSION, MemoryStore
+from m3_memory.store.sqlite_store import DB_FILE, SCHEMA_FILE, MemoryStore
 
 BACKENDS = BOTH
 CROP = b"\xff\xd8\xff\xe0 a cup \xff\xd9"  # stored and returned as given (a JPEG's bytes)

@@ -17,14 +17,8 @@ import sqlite3
 
 from m3_memory.store.check import integrity_problems
 from m3_memory.store.from_rows import columns, insert_rows, new_store_dir, open_and_count, raise_counters
-from m3_memory.store.sqlite_store import (
-    ADDED_COLUMNS,
-    FORMAT_NAME,
-    SCHEMA_VERSION,
-    TABLES,
-    MemoryStore,
-    vector_to_blob,
-)
+from m3_memory.store.schema import ADDED_COLUMNS, SCHEMA_VERSION, TABLES
+from m3_memory.store.sqlite_store import FORMAT_NAME, MemoryStore, vector_to_blob
 
 MAX_EXPORT_BYTES = 4 << 30  # --max-bytes default: an export is read whole into memory
 _JSON_COLUMNS = {("clips", "entity_ids"), ("entities", "name_votes")}

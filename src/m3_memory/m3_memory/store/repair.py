@@ -22,7 +22,8 @@ from collections.abc import Iterator
 
 from m3_memory.store.check import integrity_problems
 from m3_memory.store.from_rows import columns, drop_orphans, insert_rows, new_store_dir, open_and_count, raise_counters
-from m3_memory.store.sqlite_store import ADDED_COLUMNS, TABLES, V2_TABLES, MemoryStore
+from m3_memory.store.schema import ADDED_COLUMNS, TABLES, V2_TABLES
+from m3_memory.store.sqlite_store import MemoryStore
 
 MAX_ROWID = 2**63 - 1
 _JSON_COLUMNS = {("clips", "entity_ids"), ("entities", "name_votes")}
