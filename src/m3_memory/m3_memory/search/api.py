@@ -6,7 +6,6 @@ code and message into the response.
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 import threading
@@ -19,12 +18,10 @@ import numpy as np
 from m3_memory import errors
 from m3_memory.errors import MemoryApiError
 from m3_memory.graph.memory_graph import MemoryGraph
-from m3_memory.graph.name_spellings import CAPITALISED_RE, spelling_in
 from m3_memory.graph.records import (
     ALL_KINDS,
     ENTITY_KINDS,
     KIND_FACE,
-    KIND_PERSON,
     KIND_SEMANTIC,
     KIND_VOICE,
     TEXT_KINDS,
@@ -39,6 +36,7 @@ from m3_memory.search.entity_view import entity_names, entity_view, graph_stats
 from m3_memory.search.fleet import FleetSearch
 from m3_memory.search.heard import heard_records
 from m3_memory.search.locate import Located, locate, object_labelled, person_named
+from m3_memory.search.query_expansion import QueryExpansionMixin
 from m3_memory.search.request_checks import check_limits, check_query, check_top_k
 from m3_memory.search.search_types import ClipQuery, EntityView, SearchConfig, SearchHit, Stats
 from m3_memory.search.where import (
@@ -52,13 +50,12 @@ from m3_memory.search.where import (
 
 __all__ = ["EntityView", "MemorySearch", "SearchConfig", "SearchHit", "Stats", "check_embedding"]
 
-MAX_VARIANTS = 16  # alias expansion of a query is capped (cartesian product of its tags)
 # A memory whose statement a newer one replaced (graph/fact_changes.py) ranks this much lower [cosine]: below
 # the memory that replaced it when both match the query about as well, still found when only it matches.
 SUPERSEDED_PENALTY = 0.1
 
 
-class MemorySearch(EntitySearchMixin):
+class MemorySearch(QueryExpansionMixin, EntitySearchMixin):
     """Read side of the memory; safe to call from many threads while clips are being written."""
 
     def __init__(self, graph: MemoryGraph, embedder: TextEmbedder, config: SearchConfig | None = None) -> None:
@@ -71,50 +68,6 @@ class MemorySearch(EntitySearchMixin):
         # Clips heard and not memorized yet (search/heard.py); the memory node sets this to its open window
         # and its memorizer backlog.
         self.unstored: Callable[[], list[ClipEvidence]] = list
-
-    # -- query expansion --------------------------------------------------------------------------
-    def _person_names(self) -> set[str]:
-        with self.graph.lock:
-            return {r.name for r in self.graph.entities.values() if r.kind == KIND_PERSON and r.name}
-
-    def respelled(self, query: str) -> str:
-        """The query with each capitalised word that is another spelling of one person's name in memory
-        written as memory spells it ("Yusuf" -> "Yosuf", as speech recognition heard it)."""
-        names = self._person_names()
-        if not names:
-            return query
-        return CAPITALISED_RE.sub(lambda m: spelling_in(m.group(1), names) or m.group(1), query)
-
-    def query_variants(self, query: str, respelled: str | None = None) -> list[str]:
-        """The query (and, when it spells a person's name differently from memory, the query respelled:
-        `respelled`, computed when not given), with each entity tag replaced by each id of its person
-        (reference semantics: <person_2> becomes <face_1> / <voice_3> / ...), capped at MAX_VARIANTS."""
-        respelled = self.respelled(query) if respelled is None else respelled
-        if respelled != query:
-            return self._tag_variants(query)[: MAX_VARIANTS // 2] + self._tag_variants(respelled)[: MAX_VARIANTS // 2]
-        return self._tag_variants(query)
-
-    def _tag_variants(self, query: str) -> list[str]:
-        tags = list(dict.fromkeys(m.group(1) for m in TAG_RE.finditer(query)))
-        if not tags:
-            return [query]
-        options = []
-        for tag in tags:
-            person = self.graph.person_of(tag)
-            ids = [tag]
-            if person is not None:
-                ids += [m for m in self.graph.members_of(person) if m != tag]
-                ids += [a for a in [person, *self.graph.aliases_of(person)] if a not in ids]
-            options.append(ids)
-        variants = []
-        for combo in itertools.product(*options):
-            text = query
-            for tag, replacement in zip(tags, combo, strict=True):
-                text = text.replace(f"<{tag}>", f"<{replacement}>")
-            variants.append(text)
-            if len(variants) == MAX_VARIANTS:
-                break
-        return variants
 
     def _text_hits(
         self, vectors: np.ndarray, k: int, kinds: set[str], before_clip: int, before_stamp_ns: int,
