@@ -28,11 +28,11 @@ from m3_agent.replay_seeing import ReplaySeeing
 from m3_agent.replay_state import Snapshots, fingerprint
 from m3_agent.replay_state import capture as capture_snapshot
 from m3_agent.replay_state import restore as restore_snapshot
+from m3_agent.replay_topics import RAW_IMAGE, pick_topic, pose_reader
 from m3_runtime.node_shutdown import stop_name
 from m3_runtime.parameter_checks import node_parameters
 from m3_runtime.state_file import StateError
 
-RAW_IMAGE = "sensor_msgs/msg/Image"
 STATE_FILE = "replay.json"
 NS = 1_000_000_000
 log = logging.getLogger("m3_agent.replay")
@@ -52,29 +52,6 @@ def apply_voice_updates(voices, matcher, windows) -> int:
             matcher.split_voice(voice, new, face)
         late += windows.revise(VoiceRevision(round(update.stamp * NS), list(update.merges), list(update.corrections)))
     return late
-
-
-def _pick_topic(topics: dict[str, tuple[str, int]], types: tuple[str, ...], wanted: str) -> str | None:
-    if wanted in topics and topics[wanted][0] in types:
-        return wanted
-    candidates = [t for t, (msgtype, _) in topics.items() if msgtype in types]
-    return candidates[0] if len(candidates) == 1 else None
-
-
-def pose_reader(memory_params: dict, topics: dict[str, tuple[str, int]]):
-    """(topic, PoseTrack, the Pose inside a message) of the recording's pose topic, as the memory node follows
-    it (pose_topic of pose_type in pose_frame_id); (None, None, None) without one: memories get no place."""
-    from m3_memory.place.poses import PoseTrack
-    from m3_memory.pose_input import POSE_OF
-
-    topic = memory_params["pose_topic"]
-    if not topic:
-        return None, None, None
-    type_name, pose_of = POSE_OF[memory_params["pose_type"]]
-    if topics.get(topic, ("", 0))[0] != type_name:
-        log.warning("the recording has no %s topic %s: its memories get no place", type_name, topic)
-        return None, None, None
-    return topic, PoseTrack(memory_params["pose_frame_id"]), pose_of
 
 
 class Replayer:
@@ -171,8 +148,8 @@ class Replayer:
         info = bag_info(bag)
         p = self.perception_params
         wanted_image = p["image_topic"].rstrip("/") + ("/compressed" if p["image_transport"] == "compressed" else "")
-        image_topic = _pick_topic(info.topics, (COMPRESSED_IMAGE, RAW_IMAGE), wanted_image)
-        audio_topic = _pick_topic(info.topics, (AUDIO_CHUNK,), p["audio_topic"])
+        image_topic = pick_topic(info.topics, (COMPRESSED_IMAGE, RAW_IMAGE), wanted_image)
+        audio_topic = pick_topic(info.topics, (AUDIO_CHUNK,), p["audio_topic"])
         if image_topic is None and audio_topic is None:
             raise ValueError(f"{bag} has no camera or AudioChunk topic I can choose; it has {sorted(info.topics)}")
         pose_topic, track, pose_of = pose_reader(self.memory_params, info.topics)
