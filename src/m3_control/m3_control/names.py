@@ -2,10 +2,10 @@
 
 Why one module: the extractive reasoner ranks memories with ids rendered as names, the model
 back-ends show the model memories with names instead of ids, the loop replaces any id left in an
-answer by the person's name (loop._resolved), and the answer checks know who the evidence names.
+answer by the person's name (goal_names.resolved), and the answer checks know who the evidence names.
 All of them read names the same way: from memories such as "<face_1> is named Alice", from the
 entities search_node returns ("<person_2> is called Bob; faces and voices: face_3, voice_2"), and
-from memory's get_names (memory_client.entity_names, that the loop calls: one lookup for many ids;
+from memory's get_names (memory_client.entity_names, that goal_names calls for the loop: one lookup for many ids;
 a ROS call per id cost a round tens of milliseconds).
 """
 
