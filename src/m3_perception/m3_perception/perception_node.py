@@ -3,7 +3,7 @@
 Subscribes to a camera (sensor_msgs/Image or CompressedImage) and a microphone (AudioChunk),
 publishes FaceTracks, VoiceSegment, EntityMatch, ObjectTracks, TextRegions and latched IdentityList
 topics. The work is done by plain modules (engine, seeing, face_pipeline, voice_pipeline) on worker
-threads.
+threads; the messages it publishes are built by messages.py.
 """
 
 from __future__ import annotations
@@ -23,9 +23,7 @@ from std_msgs.msg import Header
 from m3_interfaces.msg import (
     AudioChunk,
     EntityMatch,
-    FaceObservation,
     FaceTracks,
-    Identity,
     IdentityList,
     IdentityUpdate,
     ObjectTracks,
@@ -39,7 +37,17 @@ from m3_perception.face_voice_matcher import MatchCandidate
 from m3_perception.faces.face_encoder import FaceEncoder
 from m3_perception.faces.pipeline import FaceObs
 from m3_perception.identity_clusters import IdentityState
-from m3_perception.messages import object_tracks, text_regions, to_sec, to_time
+from m3_perception.messages import (
+    entity_match,
+    face_tracks,
+    identity_list,
+    identity_update,
+    object_tracks,
+    text_regions,
+    to_sec,
+    to_time,
+    voice_segment,
+)
 from m3_perception.node_parameters import PARAMETERS
 from m3_perception.ros_conventions import PerceptionConventions
 from m3_perception.seeing import SeeingWorker, Seen
@@ -275,89 +283,27 @@ class PerceptionNode(ManagedNode):
 
     # -- outputs (worker threads) ----------------------------------------------------------------
     def _on_faces(self, stamp: float, width: int, height: int, faces: list[FaceObs]) -> None:
-        msg = FaceTracks(header=Header(stamp=to_time(stamp), frame_id=self._image_frame))
-        msg.image_width, msg.image_height = width, height
         model = self.engine.faces.embedding_model if self.engine.faces else ""
-        for o in faces:
-            x, y, w, h = o.box
-            msg.faces.append(
-                FaceObservation(
-                    face_id=o.face_id,
-                    track_id=o.track_id,
-                    x=float(x),
-                    y=float(y),
-                    width=float(w),
-                    height=float(h),
-                    score=float(o.score),
-                    quality=float(o.quality),
-                    embedding=o.embedding.astype(float).tolist(),
-                    embedding_model=model if o.embedding.size else "",
-                    crop_jpeg=list(o.crop_jpeg),
-                )
-            )
+        msg = face_tracks(stamp, width, height, faces, self._image_frame, model)
         self.pub_faces.publish(msg)
         self.conventions.faces(msg.header.stamp, [f.face_id for f in msg.faces])
 
     def _on_voice(self, ev: VoiceEvent) -> None:
-        msg = VoiceSegment(
-            header=Header(stamp=to_time(ev.end), frame_id=self._audio_frame),
-            segment_id=ev.segment_id,
-            voice_id=ev.voice_id,
-            start=to_time(ev.start),
-            end=to_time(ev.end),
-            transcript=ev.transcript.text,
-            asr_confidence=float(ev.transcript.confidence),
-            language=ev.transcript.language,
-            embedding=ev.embedding.astype(float).tolist(),
-            embedding_model=self.engine.voices.embedding_model if self.engine.voices else "",
-        )
+        model = self.engine.voices.embedding_model if self.engine.voices else ""
+        msg = voice_segment(ev, self._audio_frame, model)
         self.pub_voices.publish(msg)
         self.conventions.voice(msg.header.stamp, ev.voice_id, ev.end)
 
     def _on_match(self, c: MatchCandidate) -> None:
-        self.pub_matches.publish(
-            EntityMatch(
-                header=Header(stamp=to_time(c.stamp)),
-                id1=c.face_id,
-                id1_type=EntityMatch.FACE,
-                id2=c.voice_id,
-                id2_type=EntityMatch.VOICE,
-                confidence=float(c.confidence),
-                evidence_count=c.evidence_count,
-            )
-        )
+        self.pub_matches.publish(entity_match(c))
         self.conventions.match(c.face_id, c.voice_id, c.confidence)
 
     def _on_identities(self, kind: str, stamp: float, idents: list[IdentityState]) -> None:
-        msg = IdentityList(header=Header(stamp=to_time(stamp)))
-        k = EntityMatch.FACE if kind == "face" else EntityMatch.VOICE
-        for i in idents:
-            msg.identities.append(
-                Identity(
-                    id=i.id,
-                    kind=k,
-                    observation_count=i.observation_count,
-                    first_seen=to_time(i.first_seen),
-                    last_seen=to_time(i.last_seen),
-                    crop_jpeg=list(i.best_crop()),
-                    merged_into=i.merged_into,
-                )
-            )
-        (self.pub_face_ids if kind == "face" else self.pub_voice_ids).publish(msg)
+        (self.pub_face_ids if kind == "face" else self.pub_voice_ids).publish(identity_list(kind, stamp, idents))
 
     def _on_update(self, u: VoiceUpdate) -> None:
         """Publish a revision of voices (merges, moved turns) and say it in the log: never a silent rename."""
-        self.pub_voice_updates.publish(
-            IdentityUpdate(
-                header=Header(stamp=to_time(u.stamp), frame_id=self._audio_frame),
-                kind=EntityMatch.VOICE,
-                merged_ids=[gone for gone, _ in u.merges],
-                merged_into=[keep for _, keep in u.merges],
-                segment_ids=[seg for seg, _, _ in u.corrections],
-                previous_ids=[before for _, before, _ in u.corrections],
-                corrected_ids=[now for _, _, now in u.corrections],
-            )
-        )
+        self.pub_voice_updates.publish(identity_update(u, self._audio_frame))
         said = [f"{gone} is {keep}" for gone, keep in u.merges]
         said += [f"{voice}'s turns over {face} are a new voice {new}" for voice, new, face in u.splits]
         said += [f"utterance {seg}: {before or 'nobody'} -> {now or 'nobody'}" for seg, before, now in u.corrections]
