@@ -39,9 +39,10 @@ from m3_memory.memorize.name_mentions import UNCERTAIN, Turns
 from m3_memory.memorize.name_roles import NOT_NAMES
 
 MIN_SHARED = 2  # longer words a fact must share with a line to be traced to it
-_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'll|i'd|im|my|mine|myself)\b", re.I)  # not "let me", not "we"
+_I = "i|i'm|i've|i'll|i'd|im|my|mine|myself"
+_FIRST_PERSON = re.compile(rf"\b(?:{_I})\b", re.I)  # not "let me", not "we"
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|you're|you've|you'll)\b", re.I)
-_SPEAKER = re.compile(r"\b(?:i|i'm|i've|i'll|i'd|im|my|mine|myself|me|we|we're|we'll|us|our|ours)\b", re.I)
+_SPEAKER = re.compile(rf"\b(?:{_I}|me|we|we're|we'll|us|our|ours)\b", re.I)  # the asker, alone or in a group
 _MONTHS = set("january february march april may june july august september october november december".split())
 _OPENING_NAME = re.compile(r"([A-Z][a-z'-]{2,}?)(?:'s)?\b(?! and\b)")  # "Tom has …", "Tom's …"; not "John and Kovi"
 
@@ -58,17 +59,21 @@ def source_line(fact: str, texts: list[str]) -> int | None:
     return shared.index(best) if best >= MIN_SHARED and shared.count(best) == 1 else None
 
 
+def _traced(fact: str, turns: Turns) -> tuple[str, str] | None:
+    """(speaker, text) of the line the fact was made from (source_line), or None."""
+    line = source_line(fact, turns.texts)
+    return None if line is None else (turns.speakers[line], turns.texts[line])
+
+
 def owned(fact: str, turns: Turns) -> str:
     """The fact, on its speaker's label when it was made from a line that speaker said of themselves."""
     labels = tags_in(fact)
     if len({turns.person(label) for label in labels}) != 1:
         return fact
-    line = source_line(fact, turns.texts)
-    if line is None:
+    traced = _traced(fact, turns)
+    if traced is None or not _says_of_self(*traced):
         return fact
-    speaker, text = turns.speakers[line], turns.texts[line]
-    if not _says_of_self(speaker, text):
-        return fact
+    speaker = traced[0]
     if turns.person(speaker) == turns.person(labels[0]):
         return fact
     return TAG_RE.sub(f"<{speaker}>", fact)
@@ -97,13 +102,10 @@ def speaker_for_name(fact: str, turns: Turns, known: set[str]) -> str:
     opening = _OPENING_NAME.match(fact)
     if opening is None or opening[1].casefold() in known or is_common_word(opening[1]):
         return fact
-    line = source_line(fact, turns.texts)
-    if line is None:
+    traced = _traced(fact, turns)
+    if traced is None or not _says_of_self(*traced) or _names_someone(traced[1]):
         return fact
-    speaker, text = turns.speakers[line], turns.texts[line]
-    if not _says_of_self(speaker, text) or _names_someone(text):
-        return fact
-    return f"<{speaker}>{fact[opening.end(1) :]}"
+    return f"<{traced[0]}>{fact[opening.end(1) :]}"
 
 
 def _asks_the_listener(text: str) -> bool:
@@ -116,8 +118,8 @@ def asked_not_said(fact: str, turns: Turns) -> bool:
     labels = tags_in(fact)
     if not labels or len({turns.person(label) for label in labels}) != 1:
         return False
-    line = source_line(fact, turns.texts)
-    if line is None:
+    traced = _traced(fact, turns)
+    if traced is None:
         return False
-    speaker, text = turns.speakers[line], turns.texts[line]
+    speaker, text = traced
     return speaker != UNCERTAIN and turns.person(speaker) == turns.person(labels[0]) and _asks_the_listener(text)
