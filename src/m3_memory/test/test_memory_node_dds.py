@@ -113,6 +113,20 @@ def publish_voice(system, t0: float, t1: float, voice_id: str, text: str) -> Non
     system["pubs"]["voices"].publish(msg)
 
 
+def wait_heard(system, lines: list[str], timeout_s: float = 60.0) -> None:
+    """Until the node has heard every line (search_clip's heard clips hold them word for word): DDS keeps
+    no order between the voice and face topics, so a face stamped past a clip's end must not overtake them."""
+    deadline = time.monotonic() + timeout_s
+    request = SearchClip.Request(query=lines[-1], top_k=10, threshold=-1.0)
+    while True:
+        response = call(system["node"], SearchClip, "/m3/memory/search_clip", request)
+        heard = " ".join(m.text for c in response.clips if c.heard for m in c.episodic)
+        if all(line in heard for line in lines):
+            return
+        assert time.monotonic() < deadline, f"the node never heard {lines}"
+        time.sleep(0.1)
+
+
 def test_evidence_becomes_published_clips(system, faces):
     # clip 0: the astronaut speaks (face_1 + voice_1, matched); clip 1: Grace Hopper speaks
     publish_face(system, 100.0, "face_1", faces["astronaut_emb"])
@@ -122,11 +136,12 @@ def test_evidence_becomes_published_clips(system, faces):
                         confidence=0.9, evidence_count=2)  # fmt: skip
     match.header.stamp = stamp(106.5)
     system["pubs"]["matches"].publish(match)
-    time.sleep(0.5)  # evidence of one window reaches the node before the next window's
+    wait_heard(system, [FACTS[0][0], FACTS[1][0]])
+    time.sleep(0.5)  # the match (no service shows it before the clip closes) had as long again
     publish_face(system, 116.0, "face_2", faces["hopper_emb"])  # past 110 + 5 s close delay: clip 0 closes
     spin_until(system["node"], lambda: len(system["clips"]) >= 1, 60)
     publish_voice(system, 117.0, 119.0, "voice_2", FACTS[2][0] + ". " + FACTS[3][0])
-    time.sleep(1.0)  # the node is idle again: the utterance is in before the next window opens
+    wait_heard(system, [FACTS[2][0]])  # in before the next window opens
     publish_face(system, 126.0, "face_2", faces["hopper_emb"])  # clip 2 [120, 130): clip 1 closes
     spin_until(system["node"], lambda: len(system["clips"]) >= 2, 60)
     first, second = system["clips"][:2]
