@@ -40,6 +40,7 @@ from m3_control.answer_kinds import (
     where_it_happened,
 )
 from m3_control.instruction_plans import PLACE_RE, plan_from
+from m3_control.irregular_verbs import IRREGULAR
 from m3_control.loop import asks_for_id
 from m3_control.memory_client import Memory, shown_text
 from m3_control.names import ANY_ID, NAME_PATTERNS, names_from, with_names
@@ -103,11 +104,9 @@ def id_lookup(instruction: str) -> str | None:
     return match.group(1) if match and asks_for_id(text) else None
 
 
-IRREGULAR = {"seen": "see", "saw": "see"}  # "did you see the cat?" meets "A cat is seen."
-
-
 def _stem(word: str) -> str:
-    """Light stemming so that takes/taking/take, pictures/picture, moved/move, saw/seen/see meet."""
+    """Light stemming so that takes/taking/take, pictures/picture, moved/move, saw/seen/see, brought/bring meet
+    ("did you see the cat?" meets "A cat is seen.")."""
     word = word.lower().replace("'s", "").strip("'")
     word = IRREGULAR.get(word, word)
     if len(word) > 4 and word.endswith("ies"):

@@ -12,12 +12,16 @@ An answer that says nothing but a person's name to a question that asks for no p
 the person who drinks black coffee take pictures of?") also leaves it open: a small model answers *who*
 where *what* is asked, and a name is no thing, place or time.
 
-A where / when / how-many answer is also replaced when the rules are certain and the model says otherwise:
-the rules' best memory holds every content word of the question and the kind of thing asked (a time for
-"when"), and the model's answer has a word that memory lacks ("When is the fire drill?" answered "On
-Tuesday" beside "The fire drill is at 11 today."). Why: a small model mixes two facts of one clip (the
-football match was on Tuesday), where a memory that states the asked fact whole is the answer; on a memory
-that only partly matches the question, or a question of another kind, the model's reading stands. Otherwise
+A where / when / how-many answer, or one to a plain "what" question (of no kind answer_kinds reads: no person,
+relation, role or writing), is also replaced when the rules are certain and the model says otherwise: the
+rules' best memory holds every content word of the question (and, for where / when / how-many, the kind of
+thing asked: a time for "when"), and the model's answer has a word that memory lacks
+("When is the fire drill?" answered "On Tuesday" beside "The fire drill is at 11 today."; "What did Lucia
+bring from her village?" answered "rice crackers" beside "I brought you a jar of fig jam from our village.").
+Why: a small model mixes two facts of one clip (the football match was on Tuesday; the crackers she also
+brought), where a memory that states the asked fact whole is the answer; on a memory that only partly
+matches the question, or a question of another kind (a person's or a role's words are met by any line of
+that person: "What is Leila's job?" by her question about a meeting), the model's reading stands. Otherwise
 a model's answer is never overridden (a wrong guess of the right kind, with no certain memory against it,
 stays a wrong guess), a plan is never replaced, and an answer the rules gave says so
 (`LoopResult.answered_by`, Instruct's `answered_by`). The control node's `rules_when_unsure` turns it off.
@@ -77,6 +81,13 @@ def names_only(question: str, answer: str, names: Iterable[str]) -> bool:
     return bool(said) and said <= {word for name in names for word in content_words(name)}
 
 
+def checked_kind(question: str) -> bool:
+    """Whether the rules may overrule a model's answer to this question when certain (contradicted): a where /
+    when / how-many question, or a plain "what" one that may not ask for a person (MAY_ASK_PERSON_RE)."""
+    kind = answer_kind(question)
+    return kind in CRISP_KINDS or (kind == "" and not MAY_ASK_PERSON_RE.search(question.strip()))
+
+
 def known_names(outcome: LoopResult) -> set[str]:
     """The names of people the outcome's loop learnt or its evidence holds."""
     if outcome.state is None:
@@ -85,13 +96,15 @@ def known_names(outcome: LoopResult) -> set[str]:
 
 
 def contradicted(question: str, answer: str, rules: LoopResult) -> bool:
-    """Whether the rules are certain of a where / when / how-many answer that the model's answer leaves:
-    their best memory covers every content word of the question exactly and holds the kind asked, and the
-    model's answer says a word (beyond the question's) that memory does not."""
-    if answer_kind(question) not in CRISP_KINDS or rules.state is None:
+    """Whether the rules are certain of a where / when / how-many or plain "what" answer (checked_kind) that
+    the model's answer leaves: their best memory covers every content word of the question exactly (and holds
+    the kind asked, for where / when / how-many), and the model's answer says a word (beyond the question's)
+    that memory does not."""
+    kind = answer_kind(question)
+    if not checked_kind(question) or rules.state is None:
         return False
     ranked = ExtractiveReasoner().ranked_scores(rules.state)
-    if not ranked or ranked[0].coverage < 1.0 or not ranked[0].kind:
+    if not ranked or ranked[0].coverage < 1.0 or (kind in CRISP_KINDS and not ranked[0].kind):
         return False
     said = content_words(answer) - question_words(question)
     return bool(said - content_words(ranked[0].text))
@@ -100,12 +113,12 @@ def contradicted(question: str, answer: str, rules: LoopResult) -> bool:
 def ask_rules_when_unsure(question: str, outcome: LoopResult, ask_rules: Callable[[], LoopResult]) -> LoopResult:
     """outcome, or the rules' outcome (ask_rules: the same goal with the extractive reasoner) when the model's
     answer, without a plan, left the question open (or gave only a name where no person is asked for: names_only)
-    and the rules' answer does not, or when the rules are certain of a where / when / how-many answer and the
-    model's says otherwise (contradicted)."""
+    and the rules' answer does not, or when the rules are certain of a where / when / how-many or plain "what"
+    answer and the model's says otherwise (contradicted)."""
     if outcome.code != SUCCEEDED or outcome.plan:
         return outcome
     unsure = unanswered(question, outcome.answer) or names_only(question, outcome.answer, known_names(outcome))
-    if not unsure and answer_kind(question) not in CRISP_KINDS:
+    if not unsure and not checked_kind(question):
         return outcome
     rules = ask_rules()
     if rules.code != SUCCEEDED or unanswered(question, rules.answer):
