@@ -110,31 +110,33 @@ def _rules_over(question: str, *texts: str) -> LoopResult:
     return LoopResult(SUCCEEDED, answer=texts[0], rounds_used=2, state=state)
 
 
-def test_certain_rules_overrule_a_model_that_says_otherwise() -> None:
-    question = "When is the fire drill?"
-    memory = ('<voice_1> says: "Good morning staff. The fire drill is at 11 today."', "The match is on Tuesday.")
-    mixed = LoopResult(SUCCEEDED, answer="The fire drill is on Tuesday.", rounds_used=3)
-    out = ask_rules_when_unsure(question, mixed, lambda: _rules_over(question, *memory))
-    assert out.answered_by == "extractive" and "at 11 today" in out.answer
-    agreeing = LoopResult(SUCCEEDED, answer="It is at 11 today.", rounds_used=3)
-    assert ask_rules_when_unsure(question, agreeing, lambda: _rules_over(question, *memory)) is agreeing
-
-
-def test_certain_rules_overrule_a_plain_what_answer_mixed_from_the_same_clip() -> None:
-    """A small model answers with the neighbouring line's thing; an irregular past ("bought", "left") still
-    meets the question's plain verb, so the rules' memory covers the whole question."""
-    question = "What did Ahmed buy at the market?"
-    memory = ('Ahmed says: "I bought two kilos of plums at the market."', 'Ahmed says: "I also got bread."')
-    mixed = LoopResult(SUCCEEDED, answer="Bread.", rounds_used=3)
-    out = ask_rules_when_unsure(question, mixed, lambda: _rules_over(question, *memory))
-    assert out.answered_by == "extractive" and "plums" in out.answer
-    agreeing = LoopResult(SUCCEEDED, answer="Plums.", rounds_used=3)
-    assert ask_rules_when_unsure(question, agreeing, lambda: _rules_over(question, *memory)) is agreeing
-    forgot = "What did Greta leave in the van?"
-    memory = ('Greta says: "I left my toolbox in the van."', 'Greta says: "My gloves are at home."')
-    mixed = LoopResult(SUCCEEDED, answer="Her gloves.", rounds_used=2)
-    out = ask_rules_when_unsure(forgot, mixed, lambda: _rules_over(forgot, *memory))
-    assert out.answered_by == "extractive" and "toolbox" in out.answer
+@pytest.mark.parametrize(
+    ("question", "memory", "mixed", "agreeing", "right"),
+    [
+        (  # where / when / how-many: a small model mixes in another fact of the same clip
+            "When is the fire drill?",
+            ('<voice_1> says: "Good morning staff. The fire drill is at 11 today."', "The match is on Tuesday."),
+            "The fire drill is on Tuesday.", "It is at 11 today.", "at 11 today",
+        ),
+        (  # a plain "what": the neighbouring line's thing; "bought" still meets the question's "buy"
+            "What did Ahmed buy at the market?",
+            ('Ahmed says: "I bought two kilos of plums at the market."', 'Ahmed says: "I also got bread."'),
+            "Bread.", "Plums.", "plums",
+        ),
+        (  # "left" meets "leave"
+            "What did Greta leave in the van?",
+            ('Greta says: "I left my toolbox in the van."', 'Greta says: "My gloves are at home."'),
+            "Her gloves.", None, "toolbox",
+        ),
+    ],
+)  # fmt: skip
+def test_certain_rules_overrule_a_model_that_says_otherwise(question, memory, mixed, agreeing, right) -> None:
+    outcome = LoopResult(SUCCEEDED, answer=mixed, rounds_used=3)
+    out = ask_rules_when_unsure(question, outcome, lambda: _rules_over(question, *memory))
+    assert out.answered_by == "extractive" and right in out.answer
+    if agreeing is not None:
+        agreed = LoopResult(SUCCEEDED, answer=agreeing, rounds_used=3)
+        assert ask_rules_when_unsure(question, agreed, lambda: _rules_over(question, *memory)) is agreed
 
 
 def test_the_model_stands_on_role_and_relation_questions() -> None:

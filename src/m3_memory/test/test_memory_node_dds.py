@@ -116,15 +116,14 @@ def publish_voice(system, t0: float, t1: float, voice_id: str, text: str) -> Non
 def wait_heard(system, lines: list[str], timeout_s: float = 60.0) -> None:
     """Until the node has heard every line (search_clip's heard clips hold them word for word): DDS keeps
     no order between the voice and face topics, so a face stamped past a clip's end must not overtake them."""
-    deadline = time.monotonic() + timeout_s
     request = SearchClip.Request(query=lines[-1], top_k=10, threshold=-1.0)
-    while True:
+
+    def heard_all() -> bool:
         response = call(system["node"], SearchClip, "/m3/memory/search_clip", request)
         heard = " ".join(m.text for c in response.clips if c.heard for m in c.episodic)
-        if all(line in heard for line in lines):
-            return
-        assert time.monotonic() < deadline, f"the node never heard {lines}"
-        time.sleep(0.1)
+        return all(line in heard for line in lines)
+
+    spin_until(system["node"], heard_all, timeout_s)
 
 
 def test_evidence_becomes_published_clips(system, faces):
