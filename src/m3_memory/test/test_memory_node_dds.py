@@ -126,7 +126,10 @@ def wait_heard(system, lines: list[str], timeout_s: float = 60.0) -> None:
     spin_until(system["node"], heard_all, timeout_s)
 
 
-def test_evidence_becomes_published_clips(system, faces):
+@pytest.fixture(scope="module")
+def stored(system, faces) -> list[ClipMemory]:
+    """Clips 0 and 1 stored and published, clip 2 open: the memory every later test reads, made once by
+    whichever test asks first (so any one test, or any -k selection, runs alone)."""
     # clip 0: the astronaut speaks (face_1 + voice_1, matched); clip 1: Grace Hopper speaks
     publish_face(system, 100.0, "face_1", faces["astronaut_emb"])
     publish_voice(system, 101.0, 103.0, "voice_1", "hi, I'm Alice. " + FACTS[0][0])
@@ -143,7 +146,11 @@ def test_evidence_becomes_published_clips(system, faces):
     wait_heard(system, [FACTS[2][0]])  # in before the next window opens
     publish_face(system, 126.0, "face_2", faces["hopper_emb"])  # clip 2 [120, 130): clip 1 closes
     spin_until(system["node"], lambda: len(system["clips"]) >= 2, 60)
-    first, second = system["clips"][:2]
+    return system["clips"][:2]
+
+
+def test_evidence_becomes_published_clips(stored):
+    first, second = stored
     assert (first.clip_index, second.clip_index) == (0, 1)
     assert (first.start.sec, first.end.sec) == (100, 110)
     texts = [m.text for m in first.episodic + first.semantic]
@@ -152,7 +159,7 @@ def test_evidence_becomes_published_clips(system, faces):
     assert {FACTS[2][1], FACTS[3][1]} <= {m.text for m in second.semantic}
 
 
-def test_services_answer_from_another_process(system, faces):
+def test_services_answer_from_another_process(system, stored):
     node = system["node"]
     response = call(node, SearchClip, "/m3/memory/search_clip", SearchClip.Request(query="where are the keys?"))
     assert response.error_code == SearchClip.Response.OK
@@ -171,7 +178,7 @@ def test_services_answer_from_another_process(system, faces):
     assert stats.memory_dir == str(system["dir"])
 
 
-def test_search_node_by_face_image(system, faces):
+def test_search_node_by_face_image(system, faces, stored):
     """A real photo as the query: the node embeds it with m3_perception and finds the stored face."""
     mirrored = np.ascontiguousarray(faces["astronaut"][:, ::-1])
     request = SearchNode.Request(top_k=2)
@@ -226,10 +233,9 @@ def test_other_service_error_codes_over_dds(system):
     assert response.error_code == GetEntity.Response.UNKNOWN_ENTITY
 
 
-def test_sqlite_memory_has_no_fleet_over_dds(system):
+def test_sqlite_memory_has_no_fleet_over_dds(system, stored):
     """SQLite: '' and the node's own robot_id answer as ever; another robot's id is INVALID_ARGUMENT."""
     node = system["node"]
-    spin_until(node, lambda: len(system["clips"]) > 0, 60)
     for robot_id in ("", "robot"):  # the node's default robot_id
         response = call(node, SearchClip, "/m3/memory/search_clip",
                         SearchClip.Request(query="green tea", threshold=0.2, robot_id=robot_id))  # fmt: skip
@@ -241,7 +247,7 @@ def test_sqlite_memory_has_no_fleet_over_dds(system):
     assert "no fleet: memory_backend is sqlite" in response.error_message
 
 
-def test_concurrent_search_node_from_several_processes(system):
+def test_concurrent_search_node_from_several_processes(system, stored):
     env = dict(os.environ, PYTHONPATH=f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     procs = [
         subprocess.Popen(
@@ -257,7 +263,7 @@ def test_concurrent_search_node_from_several_processes(system):
     assert [w for r in results for w in r["wrong"]] == []
 
 
-def test_huge_queries_are_refused_and_the_node_keeps_serving(system):
+def test_huge_queries_are_refused_and_the_node_keeps_serving(system, stored):
     """Issue 13: a valid 27000x27000 mono8 query crashed the node (here the limit is 1 MP: 1001x1000 is
     over it); 999 999 937 Hz audio made the resampler raise MemoryError (INTERNAL_ERROR)."""
     node = system["node"]
@@ -275,19 +281,23 @@ def test_huge_queries_are_refused_and_the_node_keeps_serving(system):
     assert response.error_code == SearchClip.Response.OK and system["proc"].poll() is None
 
 
-def test_evidence_with_bad_stamps_is_dropped(system, faces):
-    """Issue 13: one utterance stamped near INT32_MAX made the node open clip 71 582 754 and file the
-    following evidence into it; stamps going backwards stored an utterance ending before it starts.
-    The shutdown test below reads what was stored."""
+@pytest.fixture(scope="module")
+def bad_stamps(system, faces, stored) -> None:
+    """Issue 13's evidence: one utterance stamped near INT32_MAX made the node open clip 71 582 754 and file
+    the following evidence into it; stamps going backwards stored an utterance ending before it starts.
+    Then the stream goes on in clip 2 (the shutdown test reads what was stored)."""
     publish_voice(system, 2_147_483_640.0, 2_147_483_650.0, "voice_1", "sent from far in the future")
     publish_face(system, 1_000_000.0, "face_2", faces["hopper_emb"])
     publish_voice(system, 128.0, 127.0, "voice_2", "said backwards in time")
     publish_face(system, 128.5, "face_1", faces["astronaut_emb"])  # the stream goes on
     time.sleep(1.0)
+
+
+def test_evidence_with_bad_stamps_is_dropped(system, bad_stamps):
     assert system["proc"].poll() is None
 
 
-def test_shutdown_flushes_the_open_clip(system):
+def test_shutdown_flushes_the_open_clip(system, bad_stamps):
     proc = system["proc"]
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=30) == 0
