@@ -39,6 +39,12 @@ from m3_memory.memorize.rules import RulesMemorizer
         ("Can you pass the salt, Omar?", [Mention("Omar", "addressed")]),
         ("Of course, Anya. Still no news from the bank.", [Mention("Anya", "addressed")]),  # a sentence's end
         ("Sure thing, Ilse! I'll bring it.", [Mention("Ilse", "addressed")]),
+        ("Of course, Nadia, still no news from the bank.", [Mention("Nadia", "addressed")]),  # set off by commas
+        ("Absolutely, Tom, I'll do it.", [Mention("Tom", "addressed")]),
+        ("No problem, Farida, see you then.", [Mention("Farida", "addressed")]),
+        ("Got it, Femi!", [Mention("Femi", "addressed")]),
+        ("Perfect, Paris is lovely.", []),  # a place after an opener, no comma after it
+        ("Fine, Lagos, Accra, Dakar: all sold out.", []),  # a list after an opener
         ("It costs 3,50. Thanks.", []),
         ("Good morning, Dr. Okafor.", [Mention("Okafor", "addressed")]),
         ("Tell Yusuf I called.", [Mention("Yusuf", "mentioned")]),

@@ -86,6 +86,19 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
             re.I,
         ),
     ),
+    # An answer's opening word, then the name set off by commas: "Of course, Ania, still no news.",
+    # "Absolutely, Tom, I'll do it.", "No problem, Priya, see you then." (a clause word after the name
+    # is not enough here: "Perfect, Paris is lovely." names nobody; nor is a list: "Well, Lagos, Accra or Dakar.").
+    (
+        "addressed",
+        re.compile(
+            r"(?:^|[.!?]\s+)(?:of course|absolutely|certainly|definitely|no problem|no worries|alright|all right|"
+            r"got it|sure thing|right away|will do|perfect|great|lovely|fine|yeah|well),?\s+"
+            + _N
+            + r"\s*(?:,(?!\s*[\w'-]+\s*(?:,|\band\b|\bor\b))|[!?]|\.(?=\s|$)|$)",
+            re.I,
+        ),
+    ),
     # "..., Omar?" ending the line or a sentence of it ("Of course, Anya. Still no news.")
     ("addressed", re.compile(r",\s*" + _N + r"\s*(?:[.!?]+(?=\s|$)|$)", re.I)),
     ("addressed", re.compile(r"\b(?:you|your)\b[^,.!?]*,\s*" + _N + r"\s*,", re.I)),  # "could you, Ana, ..."
