@@ -87,15 +87,15 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
         ),
     ),
     # An answer's opening word, then the name set off by commas: "Of course, Ania, still no news.",
-    # "Absolutely, Tom, I'll do it.", "No problem, Priya, see you then." (a clause word after the name
-    # is not enough here: "Perfect, Paris is lovely." names nobody; nor is a list: "Well, Lagos, Accra or Dakar.").
+    # "Absolutely, Tom, I'll do it." (a name ending the sentence is the pattern below's). A clause word after
+    # the name is not enough here ("Perfect, Paris is lovely." names nobody), nor a list ("Well, Lagos, Accra").
     (
         "addressed",
         re.compile(
             r"(?:^|[.!?]\s+)(?:of course|absolutely|certainly|definitely|no problem|no worries|alright|all right|"
             r"got it|sure thing|right away|will do|perfect|great|lovely|fine|yeah|well),?\s+"
             + _N
-            + r"\s*(?:,(?!\s*[\w'-]+\s*(?:,|\band\b|\bor\b))|[!?]|\.(?=\s|$)|$)",
+            + r"\s*,(?!\s*[\w'-]+\s*(?:,|\band\b|\bor\b))",
             re.I,
         ),
     ),
