@@ -13,7 +13,9 @@ import pytest
 
 from m3_memory.graph.columns import TextColumns
 from m3_memory.graph.records import Place, TextNode
+from m3_memory.search import where as where_module
 from m3_memory.search.where import Where, exact_scores
+from m3_memory.store import ann_index
 from m3_memory.store.ann_index import CosineIndex
 
 DIM = 16
@@ -82,3 +84,20 @@ def test_the_best_failing_the_check_are_walked_past():
     got = exact_scores(graph, Where(after_ns=1), 0, lambda n: n.seq not in refused, query, 3)
     want = [graph.text_by_seq[int(i) + 1] for i in order[50:53]]
     assert sorted(got) == sorted(want)
+
+
+def test_a_large_window_ranked_by_the_sketch_falls_back_to_every_memory_when_its_best_fail(monkeypatch):
+    """The sketch's 8 best per query scored exactly; when too few of them pass, all of the window is."""
+    monkeypatch.setattr(ann_index, "SKETCH_MIN_ROWS", 300)
+    monkeypatch.setattr(ann_index, "SKETCH_DIM", 4)
+    monkeypatch.setattr(where_module, "RANKED_CANDIDATES", 8)
+    graph, vectors = memory_graph(1200)  # built after the patch: its index keeps a sketch
+    query = vectors[100:101]
+    where = Where(after_ns=1)
+    kept = exact_scores(graph, where, 0, lambda n: True, query, 3)
+    assert graph.text_by_seq[101] in kept and len(kept) == 3
+    order = np.argsort(-(vectors @ query[0]))
+    refused = {int(i) + 1 for i in order[:40]}  # more than the sketch's best
+    got = exact_scores(graph, where, 0, lambda n: n.seq not in refused, query, 3)
+    want = brute_force(graph, vectors, where, 0, lambda n: n.seq not in refused, query, 3)
+    assert got.keys() == want.keys()

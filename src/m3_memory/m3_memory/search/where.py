@@ -22,6 +22,7 @@ from m3_memory.place.regions import Region, Regions
 from m3_memory.search.as_of import AsOfError, check_as_of
 
 EXACT_CANDIDATES = 20000  # at most this many passing memories: score them all (one matrix product)
+RANKED_CANDIDATES = 128  # per query variant: a large window's best by the index's sketch, then scored exactly
 # A memory made in a region the query names ("in the kitchen") ranks this much higher [cosine]: above one made
 # elsewhere that matches about as well, still below a much better match (the words may name a thing, not where).
 REGION_BONUS = 0.1
@@ -112,7 +113,9 @@ def region_named(regions: Regions, query: str, where: Where) -> Where | None:
 def exact_scores(graph, where: Where, before_ns: int, passes, vectors: np.ndarray, k: int) -> dict[str, float] | None:
     """node_id -> best cosine over the query variants of the k best memories per variant among those in the
     window that `passes` accepts, scored exactly (one matrix product) when the window and the place's bounds
-    hold at most EXACT_CANDIDATES memories; else None (search the index with the filter instead).
+    hold at most EXACT_CANDIDATES memories; else None (search the index with the filter instead). Of a window
+    over 4 x RANKED_CANDIDATES memories in a large index, the RANKED_CANDIDATES best per variant by the index's
+    sketch are scored exactly (CosineIndex.best_cosines), and every memory only when too few of them pass.
 
     Which memories lie in the time window, the place's bounding box and a radius is one vectorised test
     (graph.columns); `passes` (as-of, kind, the exact place shape) is asked only of memories in score order,
@@ -122,25 +125,36 @@ def exact_scores(graph, where: Where, before_ns: int, passes, vectors: np.ndarra
     seqs = graph.columns.window(where.after_ns, before_ns, where.box(), where.frame_id, circle)
     if len(seqs) > EXACT_CANDIDATES:
         return None
-    scores = graph.text_index.cosines(seqs, vectors)
+    verdicts: dict[int, TextNode | None] = {}  # seq -> the memory if it passes
+
+    def passing(seq: int) -> TextNode | None:
+        if seq not in verdicts:
+            node = graph.text.get(graph.text_by_seq.get(seq, ""))
+            verdicts[seq] = node if node is not None and passes(node) else None
+        return verdicts[seq]
+
+    positions, scores = graph.text_index.best_cosines(seqs, vectors, RANKED_CANDIDATES)
+    best, short = _k_passing(seqs[positions], scores, passing, k)
+    if short and len(positions) < len(seqs):  # too many of the sketch's best failed the check: all, exactly
+        best, _ = _k_passing(seqs, graph.text_index.cosines(seqs, vectors), passing, k)
+    return best
+
+
+def _k_passing(seqs: np.ndarray, scores: np.ndarray, passing, k: int) -> tuple[dict[str, float], bool]:
+    """(node_id -> best cosine over the columns of the k best rows per column that pass, whether a column had
+    fewer than k passing rows)."""
     best: dict[str, float] = {}
-    verdicts: dict[int, TextNode | None] = {}  # row -> the memory if it passes
-
-    def passing(row: int) -> TextNode | None:
-        if row not in verdicts:
-            node = graph.text.get(graph.text_by_seq.get(int(seqs[row]), ""))
-            verdicts[row] = node if node is not None and passes(node) else None
-        return verdicts[row]
-
+    short = False
     for column in scores.T:
         found = 0
         for row in _best_first(column, k):
-            if (node := passing(int(row))) is not None:
+            if (node := passing(int(seqs[row]))) is not None:
                 best[node.node_id] = max(best.get(node.node_id, -2.0), float(column[row]))
                 found += 1
                 if found == k:
                     break
-    return best
+        short = short or found < k
+    return best, short
 
 
 def _best_first(scores: np.ndarray, k: int):

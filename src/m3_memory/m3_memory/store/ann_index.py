@@ -2,7 +2,9 @@
 
 The index is rebuilt from the store when the memory opens (the store is the only source of truth,
 so an index can never disagree with it after a crash). Below EXACT_MAX vectors an exact numpy scan
-is used instead of HNSW: it is as fast there and gives exact results for tiny memories.
+is used instead of HNSW: it is as fast there and gives exact results for tiny memories. A large index
+also keeps a sketch (each vector on the stored vectors' main axes) to rank the memories of a time or place
+window before their best are scored exactly (best_cosines).
 """
 
 from __future__ import annotations
@@ -18,13 +20,40 @@ EXACT_MAX = 256  # exact-search fallback only while the index holds at most this
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 400
 HNSW_EF = 128
-GATHER_ROWS = 512  # cosines of scattered rows: vectors gathered this many at a time (stays in the L2 cache)
+SINGLE_THREAD_MACS = 65_536  # multiply-adds of one block of a product (_products): OpenBLAS keeps it on one thread
+# The sketch: every vector's projection on the stored vectors' SKETCH_DIM main axes, for ranking a large window
+# before its best are scored exactly (best_cosines; README "Time and place searches" has the figures).
+SKETCH_DIM = 64
+SKETCH_MIN_ROWS = 50_000  # an index this large keeps a sketch (a smaller one scans its windows quickly enough)
+SKETCH_SAMPLE = 20_000  # vectors the axes are fitted on (evenly spread over the rows)
 
 
 def _normalise_rows(rows: np.ndarray) -> None:
     """Scale each row to unit length, in place (zero rows stay zero)."""
     norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
     rows /= np.maximum(norms, 1e-12)[:, None]
+
+
+def _products(matrix: np.ndarray, rows: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """matrix[rows] @ queries.T, a block at a time. Rows that lie close together (memories of one time span,
+    stored in time order) are read as views of the matrix, not a gathered copy: at 1M memories a window's copy
+    alone took longer than the product; scattered rows are gathered a block at a time. Each block is small
+    enough for OpenBLAS to keep on one thread (SINGLE_THREAD_MACS): split over both of 2 cores, a product waited
+    for the core a busy process held (with a busy loop beside it, 37 ms once in 300 products of 11,000 rows, the
+    same in blocks at most 0.4 ms)."""
+    out = np.empty((len(rows), len(queries)), dtype=np.float32)
+    if len(rows) == 0:
+        return out
+    step = max(16, SINGLE_THREAD_MACS // (matrix.shape[1] * max(1, len(queries))))
+    low, high = int(rows.min()), int(rows.max()) + 1
+    if high - low <= 2 * len(rows):
+        span = np.empty((high - low, len(queries)), dtype=np.float32)
+        for i in range(low, high, step):
+            span[i - low : i - low + step] = matrix[i : min(i + step, high)] @ queries.T
+        return span[rows - low]
+    for i in range(0, len(rows), step):
+        out[i : i + step] = matrix[rows[i : i + step]] @ queries.T
+    return out
 
 
 class CosineIndex:
@@ -52,6 +81,9 @@ class CosineIndex:
         self._rows: dict[int, int] = {}  # label -> row of _unit, in row order (insertion order)
         self._row_of = np.full(max(capacity, 16), -1, dtype=np.int64)  # the same map as an array: label -> row
         self._unit = np.zeros((max(capacity, 16), dim), dtype=np.float32)
+        self._basis: np.ndarray | None = None  # (dim, SKETCH_DIM): the sketch's axes, once fitted
+        self._sketch = np.zeros((0, SKETCH_DIM), dtype=np.float32)  # rows of _unit projected on _basis
+        self._fitted_rows = 0  # rows when _basis was fitted; fitted again when they double
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -88,10 +120,33 @@ class CosineIndex:
             if block.ctypes.data != vectors.ctypes.data:  # else already in place (load's adopted block)
                 block[:] = vectors
             _normalise_rows(block)
+            changed = np.arange(start, len(self._rows))
         else:
             unit = np.array(vectors, dtype=np.float32)
             _normalise_rows(unit)
             self._unit[rows] = unit
+            changed = np.asarray(rows, dtype=np.int64)
+        self._update_sketch(changed)
+
+    def _update_sketch(self, changed: np.ndarray) -> None:
+        """Fit the sketch's axes once the index holds SKETCH_MIN_ROWS vectors, again each time it has doubled
+        since (the axes follow what memory holds), and project the changed rows otherwise; lock held."""
+        n = len(self._rows)
+        if n < SKETCH_MIN_ROWS or self.dim < 2 * SKETCH_DIM:
+            return
+        if self._basis is None or n >= 2 * self._fitted_rows:
+            sample = self._unit[np.linspace(0, n - 1, min(n, SKETCH_SAMPLE)).astype(np.int64)]
+            values, axes = np.linalg.eigh(sample.T @ sample)  # the uncentred second moment: dot products kept best
+            self._basis = np.ascontiguousarray(axes[:, np.argsort(-values)[:SKETCH_DIM]], dtype=np.float32)
+            self._fitted_rows = n
+            self._sketch = np.zeros((len(self._unit), SKETCH_DIM), dtype=np.float32)
+            self._sketch[:n] = self._unit[:n] @ self._basis
+            return
+        if len(self._sketch) < len(self._unit):
+            grown = np.zeros((len(self._unit), SKETCH_DIM), dtype=np.float32)
+            grown[: len(self._sketch)] = self._sketch
+            self._sketch = grown
+        self._sketch[changed] = self._unit[changed] @ self._basis
 
     def search(self, query: np.ndarray, k: int, keep: Callable[[int], bool] | None = None) -> list[tuple[int, float]]:
         """Top-k (label, cosine) best first among labels that `keep` accepts."""
@@ -171,22 +226,24 @@ class CosineIndex:
             return self._unit[self._rows_of(labels)]
 
     def cosines(self, labels: np.ndarray, queries: np.ndarray) -> np.ndarray:
-        """Cosines (len(labels), len(queries)) of the labels' vectors (all present) with unit queries.
-        Labels whose rows lie close together (memories of one time span, stored in time order) are
-        scored from a view of those rows, not a gathered copy: at 1M memories a window's copy alone
-        took longer than the matrix product."""
+        """Cosines (len(labels), len(queries)) of the labels' vectors (all present) with unit queries."""
+        queries = np.asarray(queries, dtype=np.float32).reshape(-1, self.dim)
+        with self._lock:
+            return _products(self._unit, self._rows_of(labels), queries)
+
+    def best_cosines(self, labels: np.ndarray, queries: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """(positions in labels, their exact cosines with the unit queries): at least the `count` best labels
+        per query. Every label when they are few or the index keeps no sketch; else the `count` best per query
+        by the sketch, then scored exactly. Why: at 1M memories a 3 m place window holds about 10,000 of them,
+        and reading their full vectors took most of a search; the sketch is a sixth of the bytes."""
         queries = np.asarray(queries, dtype=np.float32).reshape(-1, self.dim)
         with self._lock:
             rows = self._rows_of(labels)
-            if len(rows) == 0:
-                return np.zeros((0, len(queries)), dtype=np.float32)
-            low, high = int(rows.min()), int(rows.max()) + 1
-            if high - low <= 2 * len(rows):
-                return (self._unit[low:high] @ queries.T)[rows - low]
-            out = np.empty((len(rows), len(queries)), dtype=np.float32)
-            for i in range(0, len(rows), GATHER_ROWS):  # gathered a cache-sized block at a time
-                out[i : i + GATHER_ROWS] = self._unit[rows[i : i + GATHER_ROWS]] @ queries.T
-            return out
+            if self._basis is None or len(rows) <= 4 * count:
+                return np.arange(len(rows)), _products(self._unit, rows, queries)
+            rough = _products(self._sketch, rows, queries @ self._basis)
+            best = np.unique(np.concatenate([np.argpartition(-column, count)[:count] for column in rough.T]))
+            return best, _products(self._unit, rows[best], queries)
 
     def _rows_of(self, labels) -> np.ndarray:
         """Rows of labels, all present (else KeyError); call with the lock held."""
