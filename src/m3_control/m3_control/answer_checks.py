@@ -37,7 +37,6 @@ import re
 from m3_control.answer_kinds import MAX_REPLY_GAP, seq_of
 from m3_control.memory_client import Memory, shown_place, shown_text
 from m3_control.names import ANSWER_ID_RE, CALENDAR_WORDS, NOT_NAMES, UNNAMED, names_from, with_names
-from m3_control.stems import stem
 from m3_memory.graph.name_spellings import CAPITALISED_RE
 
 NOTHING_YET = "I don't know: my memory holds nothing about that yet."
@@ -63,6 +62,13 @@ STOP = set(
 
 def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9]+", re.sub(r"'s\b", "", text.lower())) if w not in STOP}
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
 
 
 def answer_subject(answer: str) -> set[str]:
@@ -116,9 +122,9 @@ def claim_memories(clause: str, question: str, evidence: list[Memory], names: se
     left out), else of the question's (as for "Priya."); none when no memory shares a word with either.
     Why none: "Which person is vegetarian?" answered "Tariq is vegetarian." from memories none of which
     says vegetarian (the line was misheard) rests on nothing, so no name in it is supported."""
-    read = [(m, {stem(w) for w in _words(m.text)}) for m in evidence]
+    read = [(m, {_stem(w) for w in _words(m.text)}) for m in evidence]
     for text in (clause, question):
-        words = {stem(w) for w in _words(text) if w.capitalize() not in names and len(w) > 2}
+        words = {_stem(w) for w in _words(text) if w.capitalize() not in names and len(w) > 2}
         scored = [(len(words & stems), m) for m, stems in read]
         best = max((score for score, _ in scored), default=0)
         if best:
@@ -192,12 +198,12 @@ def _new_words(answer: str, question: str) -> set[str]:
         lambda m: m.group(0) if m.group(1).lower() in CALENDAR_WORDS else " ",
         ANSWER_ID_RE.sub(" ", answer).replace(UNNAMED, " "),
     )
-    return {stem(w) for w in _words(said) if len(w) > 2} - {stem(w) for w in _words(question)}
+    return {_stem(w) for w in _words(said) if len(w) > 2} - {_stem(w) for w in _words(question)}
 
 
 def _read(memory: Memory, rendered: dict[str, str]) -> set[str]:
     """A memory's stemmed words with its ids read as the names memory gives them."""
-    return {stem(w) for w in _words(with_names(_as_read(memory), rendered, ANSWER_ID_RE))}
+    return {_stem(w) for w in _words(with_names(_as_read(memory), rendered, ANSWER_ID_RE))}
 
 
 def unsupported_fact(answer: str, question: str, evidence: list[Memory], names: dict[str, str]) -> str:
@@ -220,7 +226,7 @@ def supporting_ids(answer: str, evidence: list[Memory], names: dict[str, str], l
     or more; one for an answer of one or two), names rendered and words stemmed ("Carol plays the piano."
     rests on "<face_3> plays piano", face_3 named Carol)."""
     rendered = _names_of(evidence, names)
-    words = {stem(w) for w in _words(with_names(answer, rendered, ANSWER_ID_RE)) if len(w) > 2}
+    words = {_stem(w) for w in _words(with_names(answer, rendered, ANSWER_ID_RE)) if len(w) > 2}
     shared = [(len(words & _read(m, rendered)), m) for m in evidence]
     scored = sorted((s for s in shared if s[0] >= 2 or (s[0] and len(words) <= 2)), key=lambda s: (-s[0], -s[1].score))
     return [m.node_id for _, m in scored[:limit]]
@@ -241,7 +247,7 @@ def about_question(question: str, evidence: list[Memory], read: dict[str, set[st
     read: node id -> its stemmed words. Why: a small model answers "Where are the coffee tokens kept?" with
     the printer memory's "in the kitchen", and "What do you need to use the coffee machine?" with "a laptop"
     from "our new analyst needs a laptop", which shares only the question's verb."""
-    asked = {stem(w) for w in _words(question) if len(w) > 2}
+    asked = {_stem(w) for w in _words(question) if len(w) > 2}
     overlap = {m.node_id: len(asked & read[m.node_id]) for m in evidence}
     best = max(overlap.values(), default=0)
     if not best:

@@ -40,12 +40,12 @@ from m3_control.answer_kinds import (
     where_it_happened,
 )
 from m3_control.instruction_plans import PLACE_RE, plan_from
+from m3_control.irregular_verbs import IRREGULAR
 from m3_control.loop import asks_for_id
 from m3_control.memory_client import Memory, shown_text
 from m3_control.names import ANY_ID, NAME_PATTERNS, names_from, with_names
 from m3_control.reasoner import Answer, LoopState, Search
 from m3_control.skills import is_question
-from m3_control.stems import stem
 
 STOP = set(
     "a an the is are was were be been am of to in on at by for with and or but not do does did done what who whom "
@@ -104,9 +104,29 @@ def id_lookup(instruction: str) -> str | None:
     return match.group(1) if match and asks_for_id(text) else None
 
 
+def _stem(word: str) -> str:
+    """Light stemming so that takes/taking/take, pictures/picture, moved/move, saw/seen/see, brought/bring meet
+    ("did you see the cat?" meets "A cat is seen.")."""
+    word = word.lower().replace("'s", "").strip("'")
+    word = IRREGULAR.get(word, word)
+    if len(word) > 4 and word.endswith("ies"):
+        word = word[:-3] + "y"
+    elif len(word) > 3 and word.endswith("s") and not word.endswith("ss") and not word.endswith("us"):
+        word = word[:-1]
+    if len(word) > 5 and word.endswith("ing"):
+        word = word[:-3]
+    elif len(word) > 4 and word.endswith("ed") and not word.endswith("eed"):
+        word = word[:-2]
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":  # stopp(ed) -> stop
+        word = word[:-1]
+    return word
+
+
 RELATED: dict[str, set[str]] = {}
 for _group in RELATED_GROUPS:
-    _stems = {stem(w) for w in _group.split()}
+    _stems = {_stem(w) for w in _group.split()}
     for _s in _stems:
         RELATED.setdefault(_s, set()).update(_stems - {_s})
 
@@ -120,20 +140,20 @@ def _normalise_phrases(text: str) -> str:
 def content_words(text: str) -> set[str]:
     words = re.findall(r"[a-z0-9']+", _normalise_phrases(text).lower())
     return {
-        stem(w)
+        _stem(w)
         for w in words
-        if w not in STOP and w.replace("'s", "") not in STOP and not CONTRACTION_RE.search(w) and stem(w)
+        if w not in STOP and w.replace("'s", "") not in STOP and not CONTRACTION_RE.search(w) and _stem(w)
     }
 
 
 def question_words(instruction: str) -> set[str]:
     """What the instruction is about: content words without answer-kind words ("name of the woman")
     or the command verb of a request."""
-    words = content_words(instruction) - {stem(w) for w in ROLE_WORDS | kind_words(instruction)}
+    words = content_words(instruction) - {_stem(w) for w in ROLE_WORDS | kind_words(instruction)}
     if not is_question(instruction):
         first = re.findall(r"[a-z]+", instruction.lower())
         if first and first[0] in COMMAND_VERBS:
-            words.discard(stem(first[0]))
+            words.discard(_stem(first[0]))
     return words
 
 
@@ -222,18 +242,18 @@ class ExtractiveReasoner:
         text = with_names(shown_text(memory), names)
         have = content_words(text)
         # a memory about a named person's ids counts as naming them
-        have |= {stem(names[e]) for e in memory.entity_ids if e in names}
+        have |= {_stem(names[e]) for e in memory.entity_ids if e in names}
         region = memory.place.region if memory.place is not None else ""
         have |= content_words(region)  # where it happened ("what was said in the kitchen")
         kind_asked = answer_kind(instruction)
         kind = holds_kind(text, kind_asked, set(names.values()))
         kind = kind or bool(region and ROOM_QUESTION_RE.search(instruction))  # "in which room": its region
         asked = {n.lower() for n in person_names(instruction)}
-        asked_stems = {stem(n) for n in asked}
+        asked_stems = {_stem(n) for n in asked}
         if kind_asked == "role" and role_of(text, asked):
-            have |= {stem(w) for w in ROLE_KIND_WORDS}  # "<X> is a surgeon" answers "job", "profession", "do"
+            have |= {_stem(w) for w in ROLE_KIND_WORDS}  # "<X> is a surgeon" answers "job", "profession", "do"
         if kind_asked == "relation" and kind and asked_stems and asked_stems <= have:
-            have |= {stem(w) for w in RELATION_KIND_WORDS}  # "Jonas is the husband of Lucia": both people, a relation
+            have |= {_stem(w) for w in RELATION_KIND_WORDS}  # "Jonas is the husband of Lucia": both people, a relation
         exact = wanted & have
         mentioned = {w.lower() for w in re.findall(r"\b[A-Z][a-z]+\b", text)} - {w.lower() for w in NOT_PEOPLE}
         # people the memory is about whose names memory knows (an unnamed id may still be the asked person:
@@ -321,7 +341,7 @@ class ExtractiveReasoner:
         if reply is not None:
             parts.append(self.score(state.asked, reply, names_from(state.evidence)))
         # what the best memory misses; the people named only pick memories, they are not what is asked
-        named = {stem(n) for n in person_names(state.asked)}
+        named = {_stem(n) for n in person_names(state.asked)}
         missing = question_words(state.asked) - named - frozenset().union(*(p.touched for p in parts))
         need_kind = bool(answer_kind(state.asked)) and not any(p.kind for p in parts)
         if missing or need_kind:

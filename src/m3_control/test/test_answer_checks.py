@@ -269,16 +269,3 @@ def test_a_fact_comes_from_memories_about_the_question():
     assert unsupported_fact("A laptop.", "What does the new analyst need?", [tokens, laptop], {}) == ""
     # nothing retrieved shares a word with the question: any of it may be what the model read
     assert unsupported_fact("In the kitchen.", "Where should I print?", [tokens, printer], {}) == ""
-
-
-def test_a_plural_in_the_question_meets_its_singular_in_memory():
-    """The checks stem words as the rules reasoner does (stems.py): "bikes" and "bike" are one word, so the
-    memory saying where the bike is stays about the question. Before, "bikes" became "bik" and "bike" stayed
-    "bike", and only the receipts line, sharing "kept", was about it."""
-    from m3_control.memory_client import Memory
-
-    bike = Memory("episodic_3", "episodic", '<voice_1> says: "The bike is in the shed behind the house."', 0)
-    receipts = Memory("episodic_9", "episodic", '<voice_2> says: "We kept the receipts in a folder."', 2)
-    question = "Where are the bikes kept?"
-    assert unsupported_fact("In the shed.", question, [bike, receipts], {}) == ""
-    assert unsupported_fact("In a drawer.", question, [bike, receipts], {}) == NOT_SUPPORTED
