@@ -18,7 +18,9 @@ rests on (the retrieved memories sharing the most of the clause's words, else of
 no memory shares a word with either; an entity is an id such a memory mentions or is about, named by memory or
 by a retrieved "<face_1> is named Alice" memory), or when the question itself says it ("What is Emma's job?"
 -> "Emma is a chef"). Any other person's name is unsupported: "Priya plays the cello" when the cello memory is
-about an unnamed <voice_3>, even though Priya's violin memory was retrieved too.
+about an unnamed <voice_3>, even though Priya's violin memory was retrieved too. Nor does a line in which a
+person asks or tells the one spoken to to do what a "who" answer says ("Farid, can you bring the ladder?")
+support that person as the one who did it (answer_kinds.tells_listener_to): "Rosa brought the ladder."
 
 Facts. An answer to a goal that retrieved nothing says it does not know ("my memory holds nothing
 about that yet"); so does an answer none of whose new words (content words not in the question)
@@ -34,7 +36,7 @@ from __future__ import annotations
 
 import re
 
-from m3_control.answer_kinds import MAX_REPLY_GAP, seq_of
+from m3_control.answer_kinds import MAX_REPLY_GAP, seq_of, tells_listener_to
 from m3_control.memory_client import Memory, shown_place, shown_text
 from m3_control.names import ANSWER_ID_RE, CALENDAR_WORDS, NOT_NAMES, UNNAMED, names_from, with_names
 from m3_memory.graph.name_spellings import CAPITALISED_RE
@@ -50,6 +52,23 @@ PERSON_QUESTION_RE = re.compile(
     r"which (?:person|people|one|man|woman|men|women|guest|guests|of (?:them|us|you)))\b",
     re.I,
 )
+AUXILIARIES = {
+    "will",
+    "would",
+    "can",
+    "could",
+    "should",
+    "must",
+    "may",
+    "might",
+    "shall",
+    "did",
+    "does",
+    "do",
+    "has",
+    "had",
+    "have",
+}
 SENTENCE_START_RE = re.compile(r"(?:^|[.!?:;\"]\s*)$")
 
 STOP = set(
@@ -159,9 +178,27 @@ def unsupported_names(
         start = max(answer.rfind(c, 0, match.start()) for c in ".;!?,")
         ends = [i for i in (answer.find(c, match.end()) for c in ".;!?,") if i >= 0]
         clause = answer[start + 1 : min(ends, default=len(answer))]
-        if word not in supported_names(claim_memories(clause, question, evidence, known), names):
+        claim = claim_memories(clause, question, evidence, known)
+        if word in subject and (verb := subject_verb(answer, subject)):  # not the one who asked someone to do it
+            claim = [m for m in claim if not tells_listener_to(m, verb)]
+        if word not in supported_names(claim, names):
             found.append(word)
     return found
+
+
+def subject_verb(answer: str, subject: set[str]) -> str:
+    """The verb after the names a "who" answer opens with ("Rose brought the ladder." -> "brought", "Farid will
+    drive Mateo." -> "drive"); "" when none follows them."""
+    words = iter(re.findall(r"[A-Za-z][\w'-]*", answer))
+    for word in words:
+        if word.removesuffix("'s") not in subject and word.lower() not in ("and", "or"):
+            break
+    else:
+        return ""
+    for verb in (word, *words):
+        if verb.lower() not in AUXILIARIES:
+            return verb
+    return ""
 
 
 def replace_names(answer: str, invented: list[str]) -> str:

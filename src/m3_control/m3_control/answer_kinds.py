@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from m3_control.irregular_verbs import base_form
 from m3_control.memory_client import ENTITY_ID_RE, Memory
 from m3_control.skills import question_core
 
@@ -184,10 +185,23 @@ def reply_to(question: Memory, evidence: list[Memory]) -> Memory | None:
 YOU_DO_RE = re.compile(r"\b(?:you|you'll|you're)\b", re.IGNORECASE)
 I_DO_RE = re.compile(r"\b(?:I|I'm|I'll|I've|I'd)\b")  # "I'm vegetarian, you know": the speaker's own
 VOCATIVE_RE = re.compile(r"^([A-Z][a-z]+),\s|,\s([A-Z][a-z]+)[.!?]?$")
+# "can you bring", "then you can make", "you'll drive": the verb the one spoken to is to do
+LISTENER_VERB_RE = re.compile(
+    r"\byou(?:'ll)?\s+(?:(?:can|could|will|would|should|must|may|might|please|just)\s+)*([a-z]+)", re.IGNORECASE
+)
 
 
 def _speaker(memory: Memory) -> str:
     return memory.text.split(" says:", 1)[0]
+
+
+def tells_listener_to(line: Memory, verb: str) -> bool:
+    """Whether a line asks or tells the one spoken to to do `verb` ("Farid, can you bring the ladder?", "Then you
+    can make the croissants") and says nothing of its speaker ("I"). Then its speaker is not who does it."""
+    said = _quoted(line)
+    if not said or I_DO_RE.search(said):
+        return False
+    return any(base_form(m.group(1)) == base_form(verb) for m in LISTENER_VERB_RE.finditer(said))
 
 
 def addressee(line: Memory, evidence: list[Memory]) -> str | None:

@@ -26,3 +26,17 @@ for _group in _FORMS.replace("\n", "  ").split("  "):
         continue
     _plain, *_inflected = _group.split()
     IRREGULAR.update(dict.fromkeys(_inflected, _plain))
+
+
+def base_form(word: str) -> str:
+    """A verb form's stem for comparing two verbs (makes / made / make -> "mak", brought -> "bring", carried ->
+    "carry"): irregular forms looked up, then a regular ending and a final "e" dropped, the same on both sides."""
+    word = word.lower()
+    word = IRREGULAR.get(word, word)
+    if len(word) > 4 and word.endswith(("ied", "ies")):  # carried, carries -> carry
+        return word[:-3] + "y"
+    for ending in ("ing", "ed", "es", "s"):
+        if len(word) > len(ending) + 2 and word.endswith(ending) and not word.endswith(("ss", "us")):
+            word = word[: -len(ending)]
+            break
+    return word.removesuffix("e")

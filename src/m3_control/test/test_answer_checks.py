@@ -269,3 +269,26 @@ def test_a_fact_comes_from_memories_about_the_question():
     assert unsupported_fact("A laptop.", "What does the new analyst need?", [tokens, laptop], {}) == ""
     # nothing retrieved shares a word with the question: any of it may be what the model read
     assert unsupported_fact("In the kitchen.", "Where should I print?", [tokens, printer], {}) == ""
+
+
+def test_who_asked_someone_to_do_it_is_not_who_did_it():
+    """A line telling the one spoken to to do something ("can you bring", "then you can make") names its
+    speaker's entity, but its speaker is not the doer a "who" answer names; what the speaker did (asked), or a
+    line where the speaker says "I", still supports the speaker. Households and phrasings of no episode."""
+    from m3_control.memory_client import Memory
+
+    def line(seq: int, text: str, voice: str) -> Memory:
+        return Memory(f"episodic_{seq}", "episodic", text, 0, entity_ids=(voice,))
+
+    names = {"voice_1": "Ilse", "voice_2": "Bram"}
+    asks = line(4, '<voice_1> says: "Bram, could you carry the boxes to the attic?"', "voice_1")
+    offers = line(4, '<voice_1> says: "I will carry the boxes to the attic for you."', "voice_1")
+    tells = line(7, '<voice_1> says: "Then you can water the tomatoes on Sundays."', "voice_1")
+    who = "Who carried the boxes to the attic?"
+    assert unsupported_names("Ilse carried the boxes to the attic.", who, [asks], names, names) == ["Ilse"]
+    assert unsupported_names("Ilse will carry the boxes.", who, [asks], names, names) == ["Ilse"]
+    assert unsupported_names("Ilse carried the boxes to the attic.", who, [offers], names, names) == []
+    asked = "Who asked for the boxes to be carried to the attic?"
+    assert unsupported_names("Ilse asked for the boxes to be carried.", asked, [asks], names, names) == []
+    waters = "Who waters the tomatoes on Sundays?"
+    assert unsupported_names("Ilse waters the tomatoes on Sundays.", waters, [tells], names, names) == ["Ilse"]
