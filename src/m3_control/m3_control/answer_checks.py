@@ -52,23 +52,7 @@ PERSON_QUESTION_RE = re.compile(
     r"which (?:person|people|one|man|woman|men|women|guest|guests|of (?:them|us|you)))\b",
     re.I,
 )
-AUXILIARIES = {
-    "will",
-    "would",
-    "can",
-    "could",
-    "should",
-    "must",
-    "may",
-    "might",
-    "shall",
-    "did",
-    "does",
-    "do",
-    "has",
-    "had",
-    "have",
-}
+AUXILIARIES = set("will would can could should must may might shall did does do has had have".split())
 SENTENCE_START_RE = re.compile(r"(?:^|[.!?:;\"]\s*)$")
 
 STOP = set(
