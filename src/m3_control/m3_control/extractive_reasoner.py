@@ -260,8 +260,9 @@ class ExtractiveReasoner:
         # one human is often split over several ids)
         known = {names[e].lower() for e in memory.entity_ids if e in names}
         elsewhere = bool(known) and not known & asked
-        if asked and not asked & have and (mentioned - asked or elsewhere):
-            exact = frozenset()  # about somebody else: it cannot answer a question about these people
+        # about somebody else: it cannot answer a question about these people (stems: "Tobias" is read "tobia")
+        if asked_stems and not asked_stems & have and (mentioned - asked or elsewhere):
+            exact = frozenset()
         related = {w for w in wanted - exact if RELATED.get(w, set()) & have} if exact else set()
         if wanted - asked_stems and not (exact | related) - asked_stems:
             exact, related = frozenset(), set()  # only the name in common: nothing about what is asked

@@ -180,6 +180,20 @@ def test_a_memory_about_somebody_else_by_name_does_not_answer():
     assert result.answer.startswith("I don't know")
 
 
+def test_a_line_said_to_a_person_whose_name_ends_in_s_is_about_them():
+    names = {"voice_1": "Hana", "voice_2": "Tobias"}
+    tea = [
+        (0, [_m("episodic_1", '<voice_1> says: "Do you take sugar in your tea, Tobias?"', 0, ("voice_1",))]),
+        (0, [_m("episodic_2", '<voice_2> says: "Two spoons and a little lemon."', 0, ("voice_2",))]),
+        (0, [_m("episodic_3", '<voice_1> says: "Marcus reads comics on the train."', 0, ("voice_1",))]),
+    ]
+    memory = FakeMemory(tea, names=names)
+    result, _, _ = ask("How does Tobias take his tea?", memory)
+    assert "Two spoons and a little lemon" in result.answer, result.answer  # before: a name's stem is "tobia"
+    result, _, _ = ask("What does Tobias read?", FakeMemory(tea, names=names))
+    assert result.answer.startswith("I don't know"), result.answer  # a line about Marcus, said by Hana
+
+
 def test_an_unnamed_id_may_still_be_the_person_asked_about():
     memory = FakeMemory([(0, [_m("semantic_1", "The phone of <voice_7> is in the bedroom.", 0, ("voice_7",))])])
     result, _, _ = ask("Where is Gina's phone?", memory)
