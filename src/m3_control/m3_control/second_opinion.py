@@ -56,10 +56,20 @@ def abstains(answer: str) -> bool:
 
 
 def unanswered(question: str, answer: str) -> bool:
-    """Whether an answer leaves the question open: it abstains, or a where / when / how-many question gets no
-    place, time or number."""
+    """Whether an answer leaves the question open: it abstains, says nothing but the question's own words
+    (restates), or a where / when / how-many question gets no place, time or number."""
     kind = answer_kind(question)
-    return abstains(answer) or (kind in CRISP_KINDS and not holds_kind(answer, kind, set()))
+    return (
+        abstains(answer) or restates(question, answer) or (kind in CRISP_KINDS and not holds_kind(answer, kind, set()))
+    )
+
+
+def restates(question: str, answer: str) -> bool:
+    """Whether every content word of the answer is one of the question's ("The patient with the sore knee is a
+    patient." to "What is the job of the patient with the sore knee?", "On Saturday." to "Where does Rosa work
+    on Saturday?"). Why: a small model hands the question back as its answer, which says nothing; "Yes." and a
+    name or a number the question lacks are words of their own."""
+    return not content_words(answer) - content_words(question)
 
 
 # A question that may ask for a person in other words than answer_kind reads: "Which guest came late?",

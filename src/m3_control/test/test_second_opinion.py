@@ -88,6 +88,12 @@ def test_the_model_answer_stands_otherwise() -> None:
         ("How many chairs are in the shed?", "There are chairs in the shed.", True),
         ("How many chairs are in the shed?", "Six.", False),
         ("Who fixed the boiler?", "The plumber did.", False),  # a person is not a crisp kind: it stands
+        ("What is the trade of the man with the bad back?", "The man with the bad back is a man.", True),
+        ("What does Ilse's son collect?", "Ilse's son collects.", True),
+        ("What does Ilse's son collect?", "Stamps.", False),
+        ("Did Ilse feed the goats?", "Yes.", False),
+        ("Did Ilse feed the goats?", "No, Ilse did not feed the goats.", False),
+        ("Which day does Ilse bake?", "Ilse bakes on Sunday.", False),
     ],
 )
 def test_where_when_how_many_answers_without_their_kind_are_open(question: str, answer: str, open_: bool) -> None:
