@@ -88,6 +88,15 @@ def test_the_model_answer_stands_otherwise() -> None:
         ("How many chairs are in the shed?", "There are chairs in the shed.", True),
         ("How many chairs are in the shed?", "Six.", False),
         ("Who fixed the boiler?", "The plumber did.", False),  # a person is not a crisp kind: it stands
+    ],
+)
+def test_where_when_how_many_answers_without_their_kind_are_open(question: str, answer: str, open_: bool) -> None:
+    assert unanswered(question, answer) is open_
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "open_"),
+    [
         ("What is the trade of the man with the bad back?", "The man with the bad back is a man.", True),
         ("What does Ilse's son collect?", "Ilse's son collects.", True),
         ("What does Ilse's son collect?", "Stamps.", False),
@@ -96,7 +105,7 @@ def test_the_model_answer_stands_otherwise() -> None:
         ("Which day does Ilse bake?", "Ilse bakes on Sunday.", False),
     ],
 )
-def test_where_when_how_many_answers_without_their_kind_are_open(question: str, answer: str, open_: bool) -> None:
+def test_an_answer_that_only_repeats_the_question_is_open(question: str, answer: str, open_: bool) -> None:
     assert unanswered(question, answer) is open_
 
 
